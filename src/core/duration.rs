@@ -1,0 +1,221 @@
+//! Durations and instants as the JSON schema writes them.
+//!
+//! A duration is a number of milliseconds (`250`), a [humantime] string (`"250ms"`, `"1s"`,
+//! `"10 minutes"`, `"1h 30m"`, `"1d"`) or an object of whole parts
+//! (`{ "minutes": 1, "seconds": 30 }`; keys `days`, `hours`, `minutes`, `seconds`,
+//! `milliseconds`, `microseconds`, `nanoseconds`). An instant is milliseconds since the Unix
+//! epoch or an RFC 3339 timestamp (`"2026-11-21T17:00:00Z"`). Durations are written back as
+//! humantime strings and instants as RFC 3339, both exact to the nanosecond.
+
+use std::fmt;
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::error::{Error, Result};
+
+/// A duration as written in JSON, not yet checked. See the [module docs](self).
+#[derive(Debug, Clone, PartialEq)]
+pub enum DurationSpec {
+    /// Milliseconds; must be a whole, non-negative number.
+    Millis(f64),
+    /// A humantime string.
+    Text(String),
+    /// Whole parts, summed.
+    Parts(DurationParts),
+}
+
+/// The object form of a duration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct DurationParts {
+    pub days: u64,
+    pub hours: u64,
+    pub minutes: u64,
+    pub seconds: u64,
+    pub milliseconds: u64,
+    pub microseconds: u64,
+    pub nanoseconds: u64,
+}
+
+/// An instant as written in JSON, not yet checked: epoch milliseconds or RFC 3339.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InstantSpec {
+    /// Milliseconds since the Unix epoch; must be a whole number.
+    Millis(f64),
+    /// An RFC 3339 timestamp.
+    Text(String),
+}
+
+/// The largest whole number of milliseconds a JSON number carries exactly (2^53).
+const MAX_EXACT_MILLIS: f64 = 9_007_199_254_740_992.0;
+
+impl DurationSpec {
+    /// The duration in nanoseconds.
+    ///
+    /// # Errors
+    /// [`Error::InvalidDuration`] for text humantime cannot read, and for negative or
+    /// fractional milliseconds.
+    pub fn to_nanos(&self) -> Result<i128> {
+        match self {
+            DurationSpec::Millis(ms) if *ms < 0.0 => {
+                Err(invalid(&ms.to_string(), "a duration cannot be negative".into()))
+            }
+            DurationSpec::Millis(ms) => whole_millis(*ms, &ms.to_string()).map(|ms| ms as i128 * 1_000_000),
+            DurationSpec::Text(text) => {
+                humantime::parse_duration(text).map(|d| d.as_nanos() as i128).map_err(|e| invalid(text, e.to_string()))
+            }
+            DurationSpec::Parts(p) => Ok([
+                (p.days, 86_400_000_000_000u128),
+                (p.hours, 3_600_000_000_000),
+                (p.minutes, 60_000_000_000),
+                (p.seconds, 1_000_000_000),
+                (p.milliseconds, 1_000_000),
+                (p.microseconds, 1_000),
+                (p.nanoseconds, 1),
+            ]
+            .iter()
+            .map(|&(n, unit)| n as u128 * unit) // each < 2^64 × 2^47
+            .sum::<u128>() as i128),
+        }
+    }
+
+    /// The canonical form of `nanos`: a humantime string.
+    pub fn from_nanos(nanos: i64) -> Self {
+        DurationSpec::Text(humantime::format_duration(Duration::from_nanos(nanos.max(0) as u64)).to_string())
+    }
+}
+
+impl InstantSpec {
+    /// Nanoseconds since the Unix epoch.
+    ///
+    /// # Errors
+    /// [`Error::InvalidDuration`] for unreadable text, fractional milliseconds or an instant
+    /// outside the 64-bit nanosecond range (years 1677 to 2262).
+    pub fn to_nanos(&self) -> Result<i64> {
+        let nanos = match self {
+            InstantSpec::Millis(ms) => whole_millis(*ms, &ms.to_string())? as i128 * 1_000_000,
+            InstantSpec::Text(text) => {
+                let time = humantime::parse_rfc3339_weak(text).map_err(|e| invalid(text, e.to_string()))?;
+                match time.duration_since(UNIX_EPOCH) {
+                    Ok(after) => after.as_nanos() as i128,
+                    Err(before) => -(before.duration().as_nanos() as i128),
+                }
+            }
+        };
+        i64::try_from(nanos).map_err(|_| invalid(&format!("{self:?}"), "outside years 1677 to 2262".into()))
+    }
+
+    /// The canonical form of `nanos` since the epoch: RFC 3339.
+    pub fn from_nanos(nanos: u64) -> Self {
+        let time = UNIX_EPOCH + Duration::from_nanos(nanos);
+        let text = match nanos {
+            n if n % 1_000_000_000 == 0 => humantime::format_rfc3339_seconds(time).to_string(),
+            n if n % 1_000_000 == 0 => humantime::format_rfc3339_millis(time).to_string(),
+            _ => humantime::format_rfc3339_nanos(time).to_string(),
+        };
+        InstantSpec::Text(text)
+    }
+}
+
+fn whole_millis(ms: f64, shown: &str) -> Result<i64> {
+    if !ms.is_finite() || ms.fract() != 0.0 {
+        return Err(invalid(shown, "milliseconds must be a whole number; write \"1.5ms\" for fractions".into()));
+    }
+    if ms.abs() > MAX_EXACT_MILLIS {
+        return Err(invalid(shown, "milliseconds beyond 2^53 are not exact".into()));
+    }
+    Ok(ms as i64)
+}
+
+fn invalid(input: &str, reason: String) -> Error {
+    Error::InvalidDuration { input: input.to_owned(), reason }
+}
+
+// --- serde: numbers, strings and objects in; strings out ---
+
+impl Serialize for DurationSpec {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            DurationSpec::Millis(ms) => serializer.serialize_f64(*ms),
+            DurationSpec::Text(text) => serializer.serialize_str(text),
+            DurationSpec::Parts(parts) => parts.serialize(serializer),
+        }
+    }
+}
+
+impl Serialize for InstantSpec {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            InstantSpec::Millis(ms) => serializer.serialize_f64(*ms),
+            InstantSpec::Text(text) => serializer.serialize_str(text),
+        }
+    }
+}
+
+struct SpecVisitor {
+    expecting: &'static str,
+    allow_parts: bool,
+}
+
+enum Raw {
+    Number(f64),
+    Text(String),
+    Parts(DurationParts),
+}
+
+impl<'de> Visitor<'de> for SpecVisitor {
+    type Value = Raw;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Raw, E> {
+        Ok(Raw::Number(v as f64))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Raw, E> {
+        Ok(Raw::Number(v as f64))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Raw, E> {
+        Ok(Raw::Number(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Raw, E> {
+        Ok(Raw::Text(v.to_owned()))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<Raw, A::Error> {
+        if !self.allow_parts {
+            return Err(de::Error::invalid_type(de::Unexpected::Map, &self));
+        }
+        DurationParts::deserialize(de::value::MapAccessDeserializer::new(map)).map(Raw::Parts)
+    }
+}
+
+impl<'de> Deserialize<'de> for DurationSpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let visitor = SpecVisitor {
+            expecting: "a duration: milliseconds, a string such as \"1s\", or an object such as {\"seconds\": 1}",
+            allow_parts: true,
+        };
+        Ok(match deserializer.deserialize_any(visitor)? {
+            Raw::Number(ms) => DurationSpec::Millis(ms),
+            Raw::Text(text) => DurationSpec::Text(text),
+            Raw::Parts(parts) => DurationSpec::Parts(parts),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for InstantSpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let visitor = SpecVisitor {
+            expecting: "an instant: milliseconds since the Unix epoch or an RFC 3339 timestamp",
+            allow_parts: false,
+        };
+        Ok(match deserializer.deserialize_any(visitor)? {
+            Raw::Number(ms) => InstantSpec::Millis(ms),
+            Raw::Text(text) => InstantSpec::Text(text),
+            Raw::Parts(_) => return Err(de::Error::custom("an instant cannot be an object")),
+        })
+    }
+}
