@@ -442,6 +442,21 @@ fn waits_are_the_longest_over_bandwidths() {
 }
 
 #[test]
+fn per_bandwidth_waits_are_reported_one_by_one() {
+    let mut b = bucket(vec![greedy(10, 10, secs(1)), intervally(10, 10, secs(60))], 0);
+    b.try_consume(10, 0).unwrap();
+    let before = b.clone();
+    assert_eq!(b.nanos_until_per_bandwidth(1, 0).unwrap(), [100 * MS, 60 * SEC]);
+    assert_eq!(b.nanos_until_per_bandwidth(1, 30 * SEC).unwrap(), [0, 30 * SEC]);
+    // Their maximum is the probe's wait, and capacity is no bound (debt is repaid by refill).
+    let probe = b.estimate_ability_to_consume(5, 0).unwrap();
+    assert_eq!(b.nanos_until_per_bandwidth(5, 0).unwrap().into_iter().max(), Some(probe.nanos_to_wait_for_refill));
+    assert_eq!(b.nanos_until_per_bandwidth(20, 0).unwrap(), [2 * SEC, 120 * SEC]);
+    assert_eq!(b.nanos_until_per_bandwidth(0, 0), Err(Error::NonPositiveTokens { tokens: 0 }));
+    assert_eq!(b, before, "read-only");
+}
+
+#[test]
 fn reset_fills_every_bandwidth() {
     let mut b = bucket(vec![greedy(10, 1, secs(1)), intervally(20, 1, secs(1))], 0);
     b.consume_ignoring_rate_limits(30, 0).unwrap();

@@ -205,6 +205,34 @@ impl TokenBucket {
         Ok(Some(wait))
     }
 
+    /// Nanoseconds until each bandwidth holds `tokens`, in configuration order: 0 for one that
+    /// holds them now, [`INFINITY_DURATION`] when the wait is not representable. Capacity is not
+    /// considered (as in [`TokenBucket::reserve`]). Changes nothing.
+    ///
+    /// A probe's wait is the longest of these; hosts that report each limit on its own (the
+    /// worker's per-bandwidth `RateLimit` header items) need them one by one.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use edgebucket::{Bandwidth, BucketConfiguration, TokenBucket};
+    ///
+    /// const MS: i64 = 1_000_000;
+    /// let burst = Bandwidth::builder().capacity(10).refill_greedy(10, Duration::from_secs(1)).build()?;
+    /// let hourly = Bandwidth::builder().capacity(100).refill_intervally(100, Duration::from_secs(3600)).id("hourly").build()?;
+    /// let mut bucket = TokenBucket::new(BucketConfiguration::builder().add_limit(burst).add_limit(hourly).build()?, 0);
+    /// bucket.try_consume(10, 0)?;
+    /// assert_eq!(bucket.nanos_until_per_bandwidth(2, 0)?, [200 * MS, 0]);
+    /// # Ok::<(), edgebucket::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NonPositiveTokens`] when `tokens < 1`.
+    pub fn nanos_until_per_bandwidth(&self, tokens: i64, now: i64) -> Result<Vec<i64>> {
+        check_tokens(tokens)?;
+        let bandwidths = self.configuration.bandwidths();
+        Ok(bandwidths.iter().zip(&self.states).map(|(b, s)| s.refilled(b, now).nanos_until(b, tokens, now)).collect())
+    }
+
     /// Whole tokens available now: the minimum over bandwidths, negative when in debt.
     pub fn get_available_tokens(&self, now: i64) -> i64 {
         available(self.configuration.bandwidths(), &self.states, now)
