@@ -50,6 +50,7 @@ pub use crate::core::probe::{ConsumptionProbe, EstimationProbe};
 pub use crate::core::replacement::TokensInheritanceStrategy;
 pub use crate::core::schema::{BandwidthSpec, ConfigurationSpec, RefillKindName, RefillSpec};
 pub use crate::core::state::INFINITY_DURATION;
+pub use crate::core::store::{BucketStore, StoreOptions};
 pub use crate::core::time_meter::TimeMeter;
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub use crate::core::time_meter::{MillisecondClock, NanosecondClock};

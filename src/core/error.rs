@@ -129,6 +129,14 @@ pub enum Error {
     /// The operation would take a bandwidth's token count outside the 64-bit range.
     #[error("the operation would take a bandwidth's token count outside the 64-bit range")]
     TokensOverflow,
+    /// A [`BucketStore`](crate::BucketStore) key is longer than it accepts.
+    #[error("a key of {len} bytes is longer than the maximum of {max} bytes")]
+    KeyTooLong {
+        /// The key's length in bytes.
+        len: usize,
+        /// The longest key accepted.
+        max: usize,
+    },
 
     // --- codec ---
     /// The bytes were written by a newer (or unknown) format version.
@@ -174,6 +182,7 @@ impl Error {
             Error::NonPositiveLimit { .. } => "NON_POSITIVE_LIMIT",
             Error::ReservationOverflow { .. } => "RESERVATION_OVERFLOW",
             Error::TokensOverflow => "TOKENS_OVERFLOW",
+            Error::KeyTooLong { .. } => "KEY_TOO_LONG",
             Error::UnsupportedFormatVersion { .. } => "UNSUPPORTED_FORMAT_VERSION",
             Error::InvalidEncoding { .. } => "INVALID_ENCODING",
         }

@@ -1,0 +1,679 @@
+//! Many buckets by key, held compactly: Bucket4j's `ProxyManager` idea, in local memory.
+//!
+//! A [`BucketStore`] maps byte-string keys to buckets. Each key costs a 40-byte slot (the state
+//! of a single-bandwidth bucket inline), its bytes in a shared arena and about 5–10 bytes of
+//! hash index (hashbrown's `HashTable` of slot ids), so a million single-bandwidth keys fit in
+//! well under 64 bytes per key plus their bytes. Configurations are held once and shared.
+//!
+//! - **Configurations** come from the store's default, or, when it has none, from the caller:
+//!   an operation on a key without a configuration returns `Ok(None)`, the caller supplies one
+//!   with [`BucketStore::supply`] and repeats the operation. So a configuration supplier is
+//!   consulted only for new keys (and outdated ones), and never runs while the store is busy.
+//! - **Implicit replacement by version** (Bucket4j's `withImplicitConfigurationReplacement`):
+//!   [`BucketStore::configure`] sets a version and a [`TokensInheritanceStrategy`]; a key created
+//!   under a lower version gets the current configuration on its next access, its tokens carried
+//!   over by the strategy.
+//! - **Idle expiry**: a key is expired once it has been full (every bandwidth at capacity) for
+//!   the idle grace, that is at its last activity plus the time to refill to maximum plus the
+//!   grace (Bucket4j's `basedOnTimeForRefillingBucketUpToMax`). Expiry is lazy: an expired key
+//!   that is accessed starts afresh with its configuration; an insertion's sweep (two slots per
+//!   insertion), the CLOCK hand and [`BucketStore::remove_expired`] drop expired keys. A full bucket is indistinguishable from
+//!   a fresh one when its initial tokens are its capacity and its refill is greedy; otherwise
+//!   expiry forgets what Bucket4j's expiry forgets (initial tokens above or below capacity, the
+//!   phase of an intervally refill).
+//! - **Size cap**: beyond `max_keys` an insertion evicts a key chosen by CLOCK (second chance):
+//!   expired keys first, then keys not used since the hand last passed. An evicted key starts
+//!   afresh, so a cap that is too small loosens limits; size it for the working set.
+//!
+//! ```
+//! use std::time::Duration;
+//! use edgebucket::{Bandwidth, BucketConfiguration, BucketStore, StoreOptions};
+//!
+//! const MS: i64 = 1_000_000;
+//! let per_second = BucketConfiguration::builder()
+//!     .add_limit(Bandwidth::builder().capacity(2).refill_greedy(2, Duration::from_secs(1)).build()?)
+//!     .build()?;
+//! let mut store = BucketStore::new(StoreOptions::default())?;
+//! store.configure(Some(per_second), 0, edgebucket::TokensInheritanceStrategy::AsIs);
+//! assert_eq!(store.try_consume(b"alice", 2, 0)?, Some(true));
+//! assert_eq!(store.try_consume(b"alice", 1, 0)?, Some(false));
+//! assert_eq!(store.try_consume(b"bob", 1, 0)?, Some(true));
+//! assert_eq!(store.try_consume(b"alice", 1, 500 * MS)?, Some(true));
+//! assert_eq!(store.len(), 2);
+//! # Ok::<(), edgebucket::Error>(())
+//! ```
+
+mod configurations;
+mod key_arena;
+mod slots;
+
+use std::hash::BuildHasher;
+use std::time::Duration;
+
+use foldhash::fast::FixedState;
+use hashbrown::HashTable;
+
+use super::bandwidth::Bandwidth;
+use super::configuration::BucketConfiguration;
+use super::error::{Error, Result};
+use super::probe::{ConsumptionProbe, EstimationProbe};
+use super::replacement::{replace, TokensInheritanceStrategy};
+use super::state::BandwidthState;
+use super::token_bucket as ops;
+use configurations::Configurations;
+use key_arena::KeyArena;
+pub use key_arena::MAX_KEY_BYTES;
+use slots::{ExtraStates, PackedState, Slots};
+
+/// How a [`BucketStore`] bounds itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// The most keys held; an insertion beyond it evicts one. At least 1. Default 1,000,000.
+    pub max_keys: usize,
+    /// How long a key is kept after its bucket is full again. Default 0.
+    pub idle_grace: Duration,
+    /// Seeds the key hash. Keys often come from clients, so hosts should pass a random seed
+    /// (the wasm bindings use `getrandom`) to make collisions hard to provoke.
+    pub hash_seed: u64,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions { max_keys: 1_000_000, idle_grace: Duration::ZERO, hash_seed: 0 }
+    }
+}
+
+/// Buckets by key; see the [module docs](self).
+#[derive(Debug)]
+pub struct BucketStore {
+    index: HashTable<u32>,
+    hasher: FixedState,
+    slots: Slots,
+    keys: KeyArena,
+    extra: ExtraStates,
+    configurations: Configurations,
+    /// The configuration new and outdated keys get without asking, and its entry.
+    default: Option<u32>,
+    version: u64,
+    strategy: TokensInheritanceStrategy,
+    max_keys: usize,
+    idle_grace_nanos: i64,
+    len: usize,
+    clock_hand: u32,
+    sweep_cursor: u32,
+    /// Reused for buckets with several bandwidths, so operations never allocate.
+    scratch: Vec<BandwidthState>,
+}
+
+impl BucketStore {
+    /// An empty store with no configuration yet (see [`BucketStore::configure`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfiguration`] when `max_keys` is 0.
+    pub fn new(options: StoreOptions) -> Result<Self> {
+        if options.max_keys == 0 {
+            return Err(Error::InvalidConfiguration { reason: "a store needs max_keys of at least 1".into() });
+        }
+        Ok(BucketStore {
+            index: HashTable::new(),
+            hasher: FixedState::with_seed(options.hash_seed),
+            slots: Slots::default(),
+            keys: KeyArena::default(),
+            extra: ExtraStates::default(),
+            configurations: Configurations::default(),
+            default: None,
+            version: 0,
+            strategy: TokensInheritanceStrategy::Reset,
+            max_keys: options.max_keys,
+            idle_grace_nanos: i64::try_from(options.idle_grace.as_nanos()).unwrap_or(i64::MAX),
+            len: 0,
+            clock_hand: 0,
+            sweep_cursor: 0,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Sets the default configuration (`None`: the caller supplies one per key) and the
+    /// configuration version. Keys created under a lower version are brought to the current
+    /// configuration on their next access, their tokens carried over by `strategy`.
+    pub fn configure(
+        &mut self,
+        default: Option<BucketConfiguration>,
+        version: u64,
+        strategy: TokensInheritanceStrategy,
+    ) {
+        let entry = default.map(|configuration| self.configurations.acquire(&configuration, version));
+        if let Some(old) = std::mem::replace(&mut self.default, entry) {
+            self.configurations.release(old);
+        }
+        self.version = version;
+        self.strategy = strategy;
+    }
+
+    /// Keys held, expired ones not yet dropped included.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when no key is held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes of all keys held.
+    pub fn key_bytes(&self) -> usize {
+        self.keys.live_bytes()
+    }
+
+    /// [`TokenBucket::try_consume`](crate::TokenBucket::try_consume) on `key`'s bucket, created
+    /// if need be. `Ok(None)`: the key needs a configuration ([`BucketStore::supply`]).
+    ///
+    /// # Errors
+    /// [`Error::NonPositiveTokens`], [`Error::KeyTooLong`]; nothing changes.
+    pub fn try_consume(&mut self, key: &[u8], tokens: i64, now: i64) -> Result<Option<bool>> {
+        check_tokens(tokens)?;
+        self.access(key, now, |b, s| ops::try_consume(b, s, tokens, now))
+    }
+
+    /// [`TokenBucket::try_consume_and_return_remaining`](crate::TokenBucket::try_consume_and_return_remaining)
+    /// on `key`'s bucket; see [`BucketStore::try_consume`].
+    ///
+    /// # Errors
+    /// As [`BucketStore::try_consume`].
+    pub fn try_consume_and_return_remaining(
+        &mut self,
+        key: &[u8],
+        tokens: i64,
+        now: i64,
+    ) -> Result<Option<ConsumptionProbe>> {
+        check_tokens(tokens)?;
+        self.access(key, now, |b, s| ops::try_consume_and_return_remaining(b, s, tokens, now))
+    }
+
+    /// [`TokenBucket::estimate_ability_to_consume`](crate::TokenBucket::estimate_ability_to_consume)
+    /// on `key`'s bucket (created if need be, as any access does); see [`BucketStore::try_consume`].
+    ///
+    /// # Errors
+    /// As [`BucketStore::try_consume`].
+    pub fn estimate_ability_to_consume(
+        &mut self,
+        key: &[u8],
+        tokens: i64,
+        now: i64,
+    ) -> Result<Option<EstimationProbe>> {
+        check_tokens(tokens)?;
+        self.access(key, now, |b, s| ops::estimate_ability_to_consume(b, s, tokens, now))
+    }
+
+    /// Whole tokens available in `key`'s bucket; see [`BucketStore::try_consume`].
+    ///
+    /// # Errors
+    /// [`Error::KeyTooLong`].
+    pub fn get_available_tokens(&mut self, key: &[u8], now: i64) -> Result<Option<i64>> {
+        self.access(key, now, |b, s| Ok(ops::available(b, s, now)))
+    }
+
+    /// Gives `key` the configuration an operation asked for: a missing (or expired) key is
+    /// created with it; a key of an older version is replaced by it with the store's strategy.
+    /// A key already current is left as it is.
+    ///
+    /// # Errors
+    /// [`Error::KeyTooLong`]; [`Error::TokensOverflow`] when the strategy cannot carry the
+    /// tokens over. Nothing changes.
+    pub fn supply(&mut self, key: &[u8], configuration: &BucketConfiguration, now: i64) -> Result<()> {
+        check_key(key)?;
+        let hash = self.hasher.hash_one(key);
+        let found = self.find(hash, key).filter(|&id| !self.remove_if_expired(id, now));
+        let entry = self.configurations.acquire(configuration, self.version);
+        let outcome = match found {
+            None => {
+                self.insert(hash, key, entry, now);
+                Ok(())
+            }
+            Some(id) if self.is_outdated(id) => self.replace(id, entry, now),
+            Some(_) => Ok(()),
+        };
+        self.configurations.release(entry); // insert and replace took their own reference
+        outcome
+    }
+
+    /// True when `key` is held (expired or not).
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        key.len() <= MAX_KEY_BYTES && self.find(self.hasher.hash_one(key), key).is_some()
+    }
+
+    /// Drops `key`; returns whether it was held.
+    pub fn remove(&mut self, key: &[u8]) -> bool {
+        if key.len() > MAX_KEY_BYTES {
+            return false;
+        }
+        match self.find(self.hasher.hash_one(key), key) {
+            Some(id) => {
+                self.remove_slot(id);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Drops every expired key; returns how many.
+    pub fn remove_expired(&mut self, now: i64) -> usize {
+        let before = self.len;
+        for id in 0..self.slots.high_water() {
+            if self.slots.get(id).is_live() {
+                self.remove_if_expired(id, now);
+            }
+        }
+        before - self.len
+    }
+
+    /// Drops every key (configurations and version stay).
+    pub fn clear(&mut self) {
+        for id in 0..self.slots.high_water() {
+            let slot = *self.slots.get(id);
+            if slot.is_live() {
+                self.configurations.release(slot.configuration);
+            }
+        }
+        self.index.clear();
+        self.slots.clear();
+        self.keys = KeyArena::default();
+        self.extra.clear();
+        self.len = 0;
+        self.clock_hand = 0;
+        self.sweep_cursor = 0;
+    }
+
+    // --- access ---
+
+    /// Runs `op` on `key`'s bucket after finding, creating, expiring or replacing it.
+    #[inline]
+    fn access<T>(
+        &mut self,
+        key: &[u8],
+        now: i64,
+        op: impl FnOnce(&[Bandwidth], &mut [BandwidthState]) -> Result<T>,
+    ) -> Result<Option<T>> {
+        check_key(key)?;
+        let hash = self.hasher.hash_one(key);
+        let id = match self.find(hash, key) {
+            Some(id) => match self.refresh(id, now)? {
+                Some(id) => id,
+                None => return Ok(None),
+            },
+            None => match self.default {
+                Some(entry) => self.insert(hash, key, entry, now),
+                None => return Ok(None),
+            },
+        };
+        self.run(id, op).map(Some)
+    }
+
+    /// `id` ready for use at `now`: an expired key starts afresh (with the default
+    /// configuration if it is outdated, else its own) and an outdated one is replaced by the
+    /// default; an outdated key without a default gives `None` (the caller must supply).
+    #[inline]
+    fn refresh(&mut self, id: u32, now: i64) -> Result<Option<u32>> {
+        let outdated = self.is_outdated(id);
+        let expired = self.is_expired(id, now);
+        match (outdated, self.default) {
+            (false, _) if expired => self.assign(id, self.slots.get(id).configuration, now, None),
+            (false, _) => {}
+            (true, None) => return Ok(None),
+            (true, Some(entry)) if expired => self.assign(id, entry, now, None),
+            (true, Some(entry)) => self.replace(id, entry, now)?,
+        }
+        Ok(Some(id))
+    }
+
+    fn run<T>(&mut self, id: u32, op: impl FnOnce(&[Bandwidth], &mut [BandwidthState]) -> Result<T>) -> Result<T> {
+        let BucketStore { slots, configurations, extra, scratch, .. } = self;
+        let slot = slots.get_mut(id);
+        slot.set_referenced(true);
+        let bandwidths = configurations.get(slot.configuration).0.bandwidths();
+        if let [_] = bandwidths {
+            let mut state = slot.first.unpack();
+            let value = op(bandwidths, std::slice::from_mut(&mut state))?;
+            slot.first = PackedState::pack(state);
+            return Ok(value);
+        }
+        scratch.clear();
+        scratch.push(slot.first.unpack());
+        scratch.extend(extra.get(slot.extra, bandwidths.len() - 1).iter().map(|s| s.unpack()));
+        let value = op(bandwidths, scratch)?;
+        slot.first = PackedState::pack(scratch[0]);
+        for (packed, state) in extra.get_mut(slot.extra, bandwidths.len() - 1).iter_mut().zip(&scratch[1..]) {
+            *packed = PackedState::pack(*state);
+        }
+        Ok(value)
+    }
+
+    // --- lifecycle of a key ---
+
+    fn find(&self, hash: u64, key: &[u8]) -> Option<u32> {
+        let (slots, keys) = (&self.slots, &self.keys);
+        self.index
+            .find(hash, |&id| {
+                let slot = slots.get(id);
+                slot.key_len as usize == key.len() && keys.get(slot.key, slot.key_len) == key
+            })
+            .copied()
+    }
+
+    /// Creates `key` with configuration `entry` at `now`, evicting one key at the cap.
+    fn insert(&mut self, hash: u64, key: &[u8], entry: u32, now: i64) -> u32 {
+        self.sweep_some(now);
+        if self.len >= self.max_keys {
+            self.evict(now);
+        }
+        let id = self.slots.allocate();
+        let at = self.keys.insert(key);
+        let slot = self.slots.get_mut(id);
+        slot.key = at;
+        slot.key_len = key.len() as u16; // checked against MAX_KEY_BYTES
+        self.assign(id, entry, now, Some(0));
+        let BucketStore { index, slots, keys, hasher, .. } = self;
+        index.insert_unique(hash, id, |&other| {
+            let slot = slots.get(other);
+            hasher.hash_one(keys.get(slot.key, slot.key_len))
+        });
+        self.len += 1;
+        id
+    }
+
+    /// Gives slot `id` configuration `entry` and fresh states at `now`, or `states` if given.
+    /// `old_len` is the number of bandwidths it had (`Some(0)` for a new slot; `None`: look).
+    fn assign(&mut self, id: u32, entry: u32, now: i64, old_len: Option<usize>) {
+        let bandwidths = self.configurations.get(entry).0.bandwidths();
+        let states: Vec<BandwidthState> = bandwidths.iter().map(|b| BandwidthState::initial(b, now)).collect();
+        self.assign_states(id, entry, &states, old_len);
+    }
+
+    fn assign_states(&mut self, id: u32, entry: u32, states: &[BandwidthState], old_len: Option<usize>) {
+        let old = *self.slots.get(id);
+        let old_len = old_len.unwrap_or_else(|| self.configurations.get(old.configuration).0.bandwidths().len());
+        if old_len > 1 {
+            self.extra.release(old.extra, old_len - 1);
+        }
+        self.configurations.retain(entry); // first: `entry` may be the old configuration
+        if old_len > 0 {
+            self.configurations.release(old.configuration);
+        }
+        let extra = if states.len() > 1 { self.extra.allocate(states.len() - 1) } else { 0 };
+        for (packed, state) in self.extra.get_mut(extra, states.len() - 1).iter_mut().zip(&states[1..]) {
+            *packed = PackedState::pack(*state);
+        }
+        let slot = self.slots.get_mut(id);
+        slot.configuration = entry;
+        slot.extra = extra;
+        slot.first = PackedState::pack(states[0]);
+    }
+
+    /// Replaces `id`'s configuration by `entry`'s, carrying tokens over; nothing changes on error.
+    fn replace(&mut self, id: u32, entry: u32, now: i64) -> Result<()> {
+        let old = self.states(id);
+        let old_bandwidths = self.configurations.get(self.slots.get(id).configuration).0.bandwidths();
+        let refilled: Vec<BandwidthState> = old_bandwidths.iter().zip(&old).map(|(b, s)| s.refilled(b, now)).collect();
+        let new_bandwidths = self.configurations.get(entry).0.bandwidths();
+        let states = replace(old_bandwidths, &refilled, new_bandwidths, self.strategy, now)?;
+        self.assign_states(id, entry, &states, None);
+        Ok(())
+    }
+
+    fn remove_slot(&mut self, id: u32) {
+        let slot = *self.slots.get(id);
+        if let Ok(found) =
+            self.index.find_entry(self.hasher.hash_one(self.keys.get(slot.key, slot.key_len)), |&x| x == id)
+        {
+            found.remove();
+        }
+        let bandwidths = self.configurations.get(slot.configuration).0.bandwidths().len();
+        if bandwidths > 1 {
+            self.extra.release(slot.extra, bandwidths - 1);
+        }
+        self.configurations.release(slot.configuration);
+        self.keys.release(slot.key_len);
+        self.slots.release(id);
+        self.len -= 1;
+        if self.keys.needs_compaction() {
+            self.compact_keys();
+        }
+    }
+
+    /// Copies the live keys into a fresh arena, reclaiming removed keys' bytes.
+    fn compact_keys(&mut self) {
+        let old = std::mem::take(&mut self.keys);
+        for id in 0..self.slots.high_water() {
+            let slot = self.slots.get_mut(id);
+            if slot.is_live() {
+                slot.key = self.keys.insert(old.get(slot.key, slot.key_len));
+            }
+        }
+    }
+
+    // --- expiry and eviction ---
+
+    fn states(&self, id: u32) -> Vec<BandwidthState> {
+        let slot = self.slots.get(id);
+        let len = self.configurations.get(slot.configuration).0.bandwidths().len();
+        let extra = self.extra.get(slot.extra, len - 1).iter().map(|s| s.unpack());
+        std::iter::once(slot.first.unpack()).chain(extra).collect()
+    }
+
+    fn is_outdated(&self, id: u32) -> bool {
+        self.configurations.get(self.slots.get(id).configuration).1 < self.version
+    }
+
+    /// Full since at least the idle grace: refilled to `now - grace`, every bandwidth is at
+    /// capacity. A last refill after `now - grace` (a clock that went back) is never expired.
+    #[inline]
+    fn is_expired(&self, id: u32, now: i64) -> bool {
+        let slot = self.slots.get(id);
+        let bandwidths = self.configurations.get(slot.configuration).0.bandwidths();
+        let at = now.saturating_sub(self.idle_grace_nanos);
+        let full = |b: &Bandwidth, s: BandwidthState| {
+            s.last_refill_nanos <= at && s.refilled(b, at).level >= b.scaled_capacity()
+        };
+        if !full(&bandwidths[0], slot.first.unpack()) {
+            return false;
+        }
+        let extra = self.extra.get(slot.extra, bandwidths.len() - 1);
+        bandwidths[1..].iter().zip(extra).all(|(b, s)| full(b, s.unpack()))
+    }
+
+    /// Removes `id` if expired; returns whether it did.
+    fn remove_if_expired(&mut self, id: u32, now: i64) -> bool {
+        let expired = self.is_expired(id, now);
+        if expired {
+            self.remove_slot(id);
+        }
+        expired
+    }
+
+    /// Lazy collection: each insertion looks at the next two slots and drops them if expired.
+    fn sweep_some(&mut self, now: i64) {
+        let high_water = self.slots.high_water();
+        for _ in 0..2.min(high_water) {
+            self.sweep_cursor = (self.sweep_cursor + 1) % high_water;
+            if self.slots.get(self.sweep_cursor).is_live() {
+                self.remove_if_expired(self.sweep_cursor, now);
+            }
+        }
+    }
+
+    /// CLOCK: drops the first key under the hand that is expired or was not used since the
+    /// hand last passed, clearing the used mark of those it passes.
+    fn evict(&mut self, now: i64) {
+        let high_water = self.slots.high_water();
+        for _ in 0..=2 * high_water {
+            let id = self.clock_hand;
+            self.clock_hand = (self.clock_hand + 1) % high_water;
+            let slot = self.slots.get_mut(id);
+            if !slot.is_live() {
+                continue;
+            }
+            if slot.is_referenced() && !self.is_expired(id, now) {
+                self.slots.get_mut(id).set_referenced(false);
+                continue;
+            }
+            self.remove_slot(id);
+            return;
+        }
+    }
+}
+
+fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(Error::KeyTooLong { len: key.len(), max: MAX_KEY_BYTES });
+    }
+    Ok(())
+}
+
+fn check_tokens(tokens: i64) -> Result<()> {
+    if tokens <= 0 {
+        return Err(Error::NonPositiveTokens { tokens });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TokenBucket;
+
+    const MS: i64 = 1_000_000;
+    const SEC: i64 = 1_000 * MS;
+
+    fn greedy(capacity: i64, per_second: i64) -> BucketConfiguration {
+        let b = Bandwidth::builder().capacity(capacity).refill_greedy(per_second, Duration::from_secs(1));
+        BucketConfiguration::builder().add_limit(b.build().unwrap()).build().unwrap()
+    }
+
+    fn store(max_keys: usize, default: Option<BucketConfiguration>) -> BucketStore {
+        let mut store = BucketStore::new(StoreOptions { max_keys, ..StoreOptions::default() }).unwrap();
+        store.configure(default, 0, TokensInheritanceStrategy::AsIs);
+        store
+    }
+
+    #[test]
+    fn without_a_default_every_new_key_asks_for_a_configuration() {
+        let mut store = store(10, None);
+        assert_eq!(store.try_consume(b"k", 1, 0), Ok(None));
+        assert!(!store.contains_key(b"k"), "asking creates nothing");
+        store.supply(b"k", &greedy(3, 1), 0).unwrap();
+        assert_eq!(store.try_consume(b"k", 3, 0), Ok(Some(true)));
+        assert_eq!(store.try_consume(b"k", 1, 0), Ok(Some(false)));
+        store.supply(b"k", &greedy(100, 100), 0).unwrap();
+        assert_eq!(store.try_consume(b"k", 1, 0), Ok(Some(false)), "a current key keeps its bucket");
+    }
+
+    #[test]
+    fn bad_arguments_change_nothing() {
+        let mut store = store(10, Some(greedy(3, 1)));
+        assert_eq!(store.try_consume(b"k", 0, 0), Err(Error::NonPositiveTokens { tokens: 0 }));
+        assert_eq!(store.estimate_ability_to_consume(b"k", -1, 0), Err(Error::NonPositiveTokens { tokens: -1 }));
+        let long = vec![b'x'; MAX_KEY_BYTES + 1];
+        assert_eq!(store.try_consume(&long, 1, 0).unwrap_err().code(), "KEY_TOO_LONG");
+        assert_eq!(store.supply(&long, &greedy(1, 1), 0).unwrap_err().code(), "KEY_TOO_LONG");
+        assert!(store.is_empty());
+        assert!(store.try_consume(&long[1..], 1, 0).unwrap().unwrap(), "the longest key is accepted");
+    }
+
+    #[test]
+    fn a_full_bucket_expires_after_the_grace() {
+        let mut store =
+            BucketStore::new(StoreOptions { idle_grace: Duration::from_secs(1), ..Default::default() }).unwrap();
+        store.configure(Some(greedy(10, 10)), 0, TokensInheritanceStrategy::AsIs);
+        assert_eq!(store.try_consume(b"k", 5, 0), Ok(Some(true)));
+        // Full again at 500 ms, expired at 1.5 s.
+        assert_eq!(store.remove_expired(1500 * MS - 1), 0);
+        assert_eq!(store.remove_expired(1500 * MS), 1);
+        assert!(store.is_empty());
+    }
+
+    #[test]
+    fn an_expired_key_starts_afresh() {
+        let interval = Bandwidth::builder().capacity(2).refill_intervally(2, Duration::from_secs(10)).initial_tokens(0);
+        let config = BucketConfiguration::builder().add_limit(interval.build().unwrap()).build().unwrap();
+        let mut store = store(10, None);
+        store.supply(b"k", &config, 0).unwrap();
+        assert_eq!(store.get_available_tokens(b"k", 0), Ok(Some(0)));
+        assert_eq!(store.get_available_tokens(b"k", 10 * SEC - 1), Ok(Some(0)));
+        // Full at 10 s, so expired: it starts afresh with initial tokens, as Bucket4j's expiry
+        // would (an unexpired bucket would hold 2 here).
+        assert_eq!(store.get_available_tokens(b"k", 10 * SEC), Ok(Some(0)));
+        // The sweep drops it; then its supplier is asked again.
+        assert_eq!(store.remove_expired(30 * SEC), 1);
+        assert_eq!(store.get_available_tokens(b"k", 30 * SEC), Ok(None));
+    }
+
+    #[test]
+    fn the_cap_evicts_by_clock_expired_keys_first() {
+        let mut store = store(3, Some(greedy(10, 1)));
+        for key in [b"a", b"b", b"c"] {
+            store.try_consume(key, 1, 0).unwrap();
+        }
+        store.try_consume(b"d", 1, 0).unwrap(); // all referenced: the hand clears a, b, c, evicts a
+        assert!(!store.contains_key(b"a"));
+        store.try_consume(b"c", 1, 0).unwrap(); // c used again; b is not
+        store.try_consume(b"e", 1, 0).unwrap();
+        assert!(!store.contains_key(b"b"), "b had no second chance");
+        assert!(store.contains_key(b"c") && store.contains_key(b"d") && store.contains_key(b"e"));
+        assert_eq!(store.len(), 3);
+        // d is full again after 1 s (expired); c and e are not (they lost 2 and 1).
+        store.try_consume(b"c", 1, 0).unwrap();
+        store.try_consume(b"e", 1, 0).unwrap();
+        store.try_consume(b"f", 1, SEC).unwrap();
+        assert!(!store.contains_key(b"d") && store.contains_key(b"c"));
+    }
+
+    #[test]
+    fn a_new_version_replaces_configurations_on_access() {
+        let mut store = store(10, Some(greedy(100, 1)));
+        store.try_consume(b"k", 60, 0).unwrap();
+        store.configure(Some(greedy(200, 1)), 1, TokensInheritanceStrategy::Proportionally);
+        assert_eq!(store.get_available_tokens(b"k", 0), Ok(Some(80)));
+        assert_eq!(store.configurations.len(), 1, "the old configuration is dropped with its last key");
+        // Without a default, the caller supplies the new configuration and it is replaced.
+        store.configure(None, 2, TokensInheritanceStrategy::Additive);
+        assert_eq!(store.get_available_tokens(b"k", 0), Ok(None));
+        store.supply(b"k", &greedy(300, 1), 0).unwrap();
+        assert_eq!(store.get_available_tokens(b"k", 0), Ok(Some(180)));
+    }
+
+    #[test]
+    fn several_bandwidths_are_kept_per_key() {
+        let config = BucketConfiguration::builder()
+            .add_limit(Bandwidth::builder().capacity(5).refill_greedy(5, Duration::from_secs(1)).build().unwrap())
+            .add_limit(Bandwidth::builder().capacity(7).refill_intervally(7, Duration::from_secs(60)).build().unwrap())
+            .build()
+            .unwrap();
+        let mut store = store(10, Some(config.clone()));
+        let mut bucket = TokenBucket::new(config, 0);
+        for now in [0, 0, 100 * MS, SEC, 2 * SEC, 3 * SEC, 61 * SEC] {
+            assert_eq!(store.try_consume(b"x", 3, now).unwrap(), Some(bucket.try_consume(3, now).unwrap()));
+            assert_eq!(store.get_available_tokens(b"y", now).unwrap(), Some(5));
+        }
+        assert!(store.remove(b"x"));
+        assert!(!store.remove(b"x"));
+    }
+
+    #[test]
+    fn removed_keys_bytes_are_reclaimed_and_others_survive() {
+        let mut store = store(usize::MAX, Some(greedy(10, 1)));
+        let key = |i: u32| format!("{i:0>1000}").into_bytes();
+        for i in 0..300 {
+            store.try_consume(&key(i), 1, 0).unwrap();
+        }
+        for i in 0..200 {
+            assert!(store.remove(&key(i)));
+        }
+        assert_eq!(store.key_bytes(), 100_000);
+        assert!(store.keys.live_bytes() == 100_000 && !store.keys.needs_compaction());
+        for i in 200..300 {
+            assert_eq!(store.get_available_tokens(&key(i), 0), Ok(Some(9)), "key {i} kept its bucket");
+        }
+        store.clear();
+        assert!(store.is_empty() && store.configurations.len() == 1 && !store.contains_key(&key(250)));
+    }
+}

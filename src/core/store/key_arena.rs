@@ -1,0 +1,96 @@
+//! The bytes of every key of a store, packed into fixed-size chunks.
+//!
+//! One allocation per key would cost a pointer, a length and the allocator's header (about 24
+//! bytes on wasm32) before the key itself; here a key costs its bytes. Chunks have a fixed size
+//! and never grow, so filling the arena never copies it (a growing `Vec` would leave freed
+//! copies behind in wasm memory, which never shrinks). Removed keys leave garbage that
+//! compaction (copying the live keys into a fresh arena) reclaims once it outweighs the live bytes.
+
+/// Bytes per chunk; also the longest key, so a key never spans two chunks.
+const CHUNK_BYTES: usize = 1 << 16;
+
+/// The longest key a store accepts, in bytes.
+pub const MAX_KEY_BYTES: usize = CHUNK_BYTES - 1;
+
+/// Where a key lives: chunk index in the high 16 bits, offset in the low 16.
+pub(crate) type KeyRef = u32;
+
+#[derive(Debug, Default)]
+pub(crate) struct KeyArena {
+    chunks: Vec<Vec<u8>>,
+    live: usize,
+    garbage: usize,
+}
+
+impl KeyArena {
+    /// Copies `key` (at most [`MAX_KEY_BYTES`]) in and returns where it went.
+    pub(crate) fn insert(&mut self, key: &[u8]) -> KeyRef {
+        debug_assert!(key.len() <= MAX_KEY_BYTES);
+        let fits = self.chunks.last().is_some_and(|c| c.len() + key.len() <= CHUNK_BYTES);
+        if !fits {
+            self.chunks.push(Vec::with_capacity(CHUNK_BYTES));
+        }
+        let index = self.chunks.len() - 1;
+        let chunk = &mut self.chunks[index];
+        let offset = chunk.len();
+        chunk.extend_from_slice(key);
+        self.live += key.len();
+        ((index as u32) << 16) | offset as u32
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, at: KeyRef, len: u16) -> &[u8] {
+        let offset = (at & 0xffff) as usize;
+        &self.chunks[(at >> 16) as usize][offset..offset + len as usize]
+    }
+
+    /// Marks `len` bytes as no longer used.
+    pub(crate) fn release(&mut self, len: u16) {
+        self.live -= len as usize;
+        self.garbage += len as usize;
+    }
+
+    /// True when compacting would at least halve the arena.
+    pub(crate) fn needs_compaction(&self) -> bool {
+        self.garbage > CHUNK_BYTES && self.garbage > self.live
+    }
+
+    /// Bytes of live keys.
+    pub(crate) fn live_bytes(&self) -> usize {
+        self.live
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_and_never_span_chunks() {
+        let mut arena = KeyArena::default();
+        let long = vec![7u8; MAX_KEY_BYTES];
+        let a = arena.insert(b"alpha");
+        let b = arena.insert(&long);
+        let c = arena.insert(b"");
+        assert_eq!(arena.get(a, 5), b"alpha");
+        assert_eq!(arena.get(b, MAX_KEY_BYTES as u16), &long[..]);
+        assert_eq!(arena.get(c, 0), b"");
+        assert_eq!(b >> 16, 1, "the long key starts a new chunk");
+        assert_eq!(arena.live_bytes(), 5 + MAX_KEY_BYTES);
+    }
+
+    #[test]
+    fn compaction_is_due_when_garbage_dominates() {
+        let mut arena = KeyArena::default();
+        let key = vec![1u8; 1000];
+        for _ in 0..200 {
+            arena.insert(&key);
+        }
+        for _ in 0..100 {
+            arena.release(1000);
+        }
+        assert!(!arena.needs_compaction(), "garbage equals live");
+        arena.release(1000);
+        assert!(arena.needs_compaction());
+    }
+}

@@ -1,0 +1,187 @@
+//! Property tests of the keyed store: a key behaves exactly like a standalone `TokenBucket`.
+//!
+//! The model is a map of `TokenBucket`s and follows the store's documented rules, written with
+//! the public bucket API only: a key the store no longer holds (evicted, swept) starts afresh;
+//! a key whose bucket is full is expired and starts afresh with the current configuration; a
+//! key of an older version gets the current configuration by `replace_configuration`.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use edgebucket::{
+    Bandwidth, BucketConfiguration, BucketStore, StoreOptions, TokenBucket, TokensInheritanceStrategy as Inherit,
+};
+use proptest::prelude::*;
+
+const MS: i64 = 1_000_000;
+
+#[derive(Debug, Clone)]
+enum Op {
+    TryConsume(u8, i64),
+    Probe(u8, i64),
+    Estimate(u8, i64),
+    Available(u8),
+    Remove(u8),
+    /// Next configuration of the pool, a new version, this strategy.
+    Reconfigure(Inherit),
+}
+
+fn bandwidth() -> impl Strategy<Value = Bandwidth> {
+    (1i64..20, 1i64..10, 1u64..2000, any::<bool>(), proptest::option::of(0i64..25)).prop_map(
+        |(capacity, tokens, period_ms, greedy, initial)| {
+            let period = Duration::from_millis(period_ms);
+            let builder = Bandwidth::builder().capacity(capacity);
+            let builder =
+                if greedy { builder.refill_greedy(tokens, period) } else { builder.refill_intervally(tokens, period) };
+            match initial {
+                Some(initial) => builder.initial_tokens(initial).build().unwrap(),
+                None => builder.build().unwrap(),
+            }
+        },
+    )
+}
+
+fn configuration() -> impl Strategy<Value = BucketConfiguration> {
+    proptest::collection::vec(bandwidth(), 1..3).prop_map(|b| BucketConfiguration::new(b).unwrap())
+}
+
+fn strategy() -> impl Strategy<Value = Inherit> {
+    prop_oneof![Just(Inherit::Reset), Just(Inherit::Proportionally), Just(Inherit::AsIs), Just(Inherit::Additive)]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let key = 0u8..5;
+    prop_oneof![
+        4 => (key.clone(), 1i64..12).prop_map(|(k, n)| Op::TryConsume(k, n)),
+        2 => (key.clone(), 1i64..12).prop_map(|(k, n)| Op::Probe(k, n)),
+        2 => (key.clone(), 1i64..12).prop_map(|(k, n)| Op::Estimate(k, n)),
+        2 => key.clone().prop_map(Op::Available),
+        1 => key.prop_map(Op::Remove),
+        1 => strategy().prop_map(Op::Reconfigure),
+    ]
+}
+
+struct Model {
+    buckets: HashMap<u8, (TokenBucket, u64)>,
+    pool: Vec<BucketConfiguration>,
+    version: u64,
+    strategy: Inherit,
+}
+
+impl Model {
+    fn current(&self) -> BucketConfiguration {
+        self.pool[self.version as usize % self.pool.len()].clone()
+    }
+
+    /// The bucket `key` has at `now` under the store's rules.
+    fn bucket(&mut self, key: u8, held: bool, now: i64) -> &mut TokenBucket {
+        if !held {
+            self.buckets.remove(&key);
+        }
+        let (current, version, strategy) = (self.current(), self.version, self.strategy);
+        let entry = self.buckets.entry(key).or_insert_with(|| (TokenBucket::new(current.clone(), now), version));
+        if entry.0.nanos_to_full_refill(now) == 0 {
+            *entry = (TokenBucket::new(current, now), version);
+        } else if entry.1 < version {
+            entry.0.replace_configuration(current, strategy, now).unwrap();
+            entry.1 = version;
+        }
+        &mut entry.0
+    }
+}
+
+fn run(pool: Vec<BucketConfiguration>, max_keys: usize, steps: Vec<(i64, Op)>) -> Result<(), TestCaseError> {
+    let mut store = BucketStore::new(StoreOptions { max_keys, hash_seed: 7, ..StoreOptions::default() }).unwrap();
+    store.configure(Some(pool[0].clone()), 0, Inherit::Reset);
+    let mut model = Model { buckets: HashMap::new(), pool, version: 0, strategy: Inherit::Reset };
+    let mut now = 0;
+    for (step, op) in steps {
+        now += step;
+        let key = |k: u8| [b'k', k];
+        match op {
+            Op::Reconfigure(strategy) => {
+                model.version += 1;
+                model.strategy = strategy;
+                store.configure(Some(model.current()), model.version, strategy);
+            }
+            Op::Remove(k) => {
+                let held = store.contains_key(&key(k));
+                prop_assert_eq!(store.remove(&key(k)), held);
+                model.buckets.remove(&k);
+            }
+            Op::TryConsume(k, n) => {
+                let expected = model.bucket(k, store.contains_key(&key(k)), now).try_consume(n, now).unwrap();
+                prop_assert_eq!(store.try_consume(&key(k), n, now).unwrap(), Some(expected));
+            }
+            Op::Probe(k, n) => {
+                let bucket = model.bucket(k, store.contains_key(&key(k)), now);
+                let expected = bucket.try_consume_and_return_remaining(n, now).unwrap();
+                prop_assert_eq!(store.try_consume_and_return_remaining(&key(k), n, now).unwrap(), Some(expected));
+            }
+            Op::Estimate(k, n) => {
+                let bucket = model.bucket(k, store.contains_key(&key(k)), now);
+                let expected = bucket.estimate_ability_to_consume(n, now).unwrap();
+                prop_assert_eq!(store.estimate_ability_to_consume(&key(k), n, now).unwrap(), Some(expected));
+            }
+            Op::Available(k) => {
+                let expected = model.bucket(k, store.contains_key(&key(k)), now).get_available_tokens(now);
+                prop_assert_eq!(store.get_available_tokens(&key(k), now).unwrap(), Some(expected));
+            }
+        }
+        prop_assert!(store.len() <= max_keys);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    /// Any configurations, eviction, expiry and replacement: the store follows the model.
+    #[test]
+    fn a_key_behaves_like_a_token_bucket(
+        pool in proptest::collection::vec(configuration(), 1..4),
+        max_keys in 1usize..7,
+        steps in proptest::collection::vec((0i64..1500 * MS, op()), 1..60),
+    ) {
+        run(pool, max_keys, steps)?;
+    }
+
+    /// With greedy refill, initial tokens at capacity and no eviction, expiry is unobservable:
+    /// a key behaves like a bucket that is never dropped.
+    #[test]
+    fn expiry_of_a_greedy_full_bucket_is_unobservable(
+        capacity in 1i64..20,
+        tokens in 1i64..10,
+        period_ms in 1u64..2000,
+        steps in proptest::collection::vec((0u8..3, 0i64..1500 * MS, 1i64..12), 1..80),
+    ) {
+        let limit = Bandwidth::builder().capacity(capacity).refill_greedy(tokens, Duration::from_millis(period_ms));
+        let config = BucketConfiguration::builder().add_limit(limit.build().unwrap()).build().unwrap();
+        let mut store = BucketStore::new(StoreOptions::default()).unwrap();
+        store.configure(Some(config.clone()), 0, Inherit::Reset);
+        let mut buckets: HashMap<u8, TokenBucket> = HashMap::new();
+        let mut now = 0;
+        for (k, step, n) in steps {
+            now += step;
+            let bucket = buckets.entry(k).or_insert_with(|| TokenBucket::new(config.clone(), now));
+            let expected = bucket.try_consume_and_return_remaining(n, now).unwrap();
+            prop_assert_eq!(store.try_consume_and_return_remaining(&[k], n, now).unwrap(), Some(expected));
+        }
+    }
+}
+
+#[test]
+fn many_keys_stay_distinct() {
+    let limit = Bandwidth::builder().capacity(3).refill_greedy(1, Duration::from_secs(60)).build().unwrap();
+    let config = BucketConfiguration::builder().add_limit(limit).build().unwrap();
+    let mut store = BucketStore::new(StoreOptions { max_keys: 200_000, ..StoreOptions::default() }).unwrap();
+    store.configure(Some(config), 0, Inherit::Reset);
+    for i in 0..100_000u32 {
+        assert_eq!(store.try_consume(format!("user:{i}").as_bytes(), 1 + i64::from(i % 3), 0).unwrap(), Some(true));
+    }
+    assert_eq!(store.len(), 100_000);
+    for i in 0..100_000u32 {
+        let left = store.get_available_tokens(format!("user:{i}").as_bytes(), 0).unwrap();
+        assert_eq!(left, Some(2 - i64::from(i % 3)), "key {i}");
+    }
+}
