@@ -271,6 +271,17 @@ fn a_clock_that_goes_back_credits_nothing() {
     assert_eq!(b.get_available_tokens(10 * SEC + 100 * MS), 1);
 }
 
+#[test]
+fn waits_count_a_clock_that_is_behind_the_last_refill() {
+    let mut b = bucket(vec![greedy(10, 10, secs(1))], 10 * SEC);
+    b.try_consume(10, 10 * SEC).unwrap();
+    // At 9 s the next token still needs the 100 ms after 10 s: 1.1 s, not Bucket4j's 100 ms.
+    let wait = b.estimate_ability_to_consume(1, 9 * SEC).unwrap().nanos_to_wait_for_refill;
+    assert_eq!(wait, SEC + 100 * MS);
+    assert!(!b.try_consume(1, 9 * SEC + wait - 1).unwrap());
+    assert!(b.try_consume(1, 9 * SEC + wait).unwrap());
+}
+
 // ---------- operations ----------
 
 #[test]

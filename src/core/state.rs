@@ -99,7 +99,7 @@ impl BandwidthState {
     /// Nanoseconds from `now` until `tokens` whole tokens are available, assuming nothing else is
     /// consumed; [`INFINITY_DURATION`] if that is not representable. Never early: at `now` plus
     /// the returned wait the tokens are there (Bucket4j rounds greedy waits down, which can
-    /// report a wait 1 ns too short).
+    /// report a wait 1 ns too short, and ignores a clock that is behind the last refill).
     ///
     /// Capacity is not considered: a reservation beyond capacity is a debt repaid by refill.
     pub(crate) fn nanos_until(&self, bandwidth: &Bandwidth, tokens: i64, now: i64) -> i64 {
@@ -115,8 +115,11 @@ impl BandwidthState {
             let until_last = self.last_refill_nanos as i128 - now as i128;
             periods.saturating_mul(refill.period_nanos as i128).saturating_add(until_last)
         } else {
-            // Smallest t with level + refill_tokens × t >= needed.
-            ceil_div((needed - self.level) as u128, refill.tokens as u128).min(i128::MAX as u128) as i128
+            // Smallest t with level + refill_tokens × t >= needed, counted from the last refill:
+            // when the clock is behind it (it went back), nothing accrues before it.
+            let accrual = ceil_div((needed - self.level) as u128, refill.tokens as u128).min(i128::MAX as u128) as i128;
+            let not_before = (self.last_refill_nanos as i128 - now as i128).max(0);
+            accrual.saturating_add(not_before)
         };
         clamp_wait(wait)
     }

@@ -274,8 +274,10 @@ impl TokenBucket {
         strategy: TokensInheritanceStrategy,
         now: i64,
     ) -> Result<()> {
-        self.refill(now);
-        let states = replace(self.configuration.bandwidths(), &self.states, configuration.bandwidths(), strategy, now)?;
+        // Inherit from refilled copies: on error the bucket must stay exactly as it was.
+        let bandwidths = self.configuration.bandwidths();
+        let refilled: Vec<_> = bandwidths.iter().zip(&self.states).map(|(b, s)| s.refilled(b, now)).collect();
+        let states = replace(bandwidths, &refilled, configuration.bandwidths(), strategy, now)?;
         self.configuration = configuration;
         self.states = states;
         Ok(())
