@@ -79,6 +79,22 @@ impl TokenBucket {
 
     /// Consumes `tokens` if possible and reports what remains and how long to wait.
     ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use edgebucket::{Bandwidth, BucketConfiguration, TokenBucket};
+    /// # const MS: i64 = 1_000_000;
+    /// # let limit = Bandwidth::builder().capacity(10).refill_greedy(10, Duration::from_secs(1)).build()?;
+    /// # let mut bucket = TokenBucket::new(BucketConfiguration::builder().add_limit(limit).build()?, 0);
+    /// // 10 tokens, 10 per second
+    /// let probe = bucket.try_consume_and_return_remaining(8, 0)?;
+    /// assert!(probe.consumed);
+    /// assert_eq!((probe.remaining_tokens, probe.nanos_to_wait_for_reset), (2, 800 * MS));
+    /// let probe = bucket.try_consume_and_return_remaining(5, 0)?;
+    /// assert!(!probe.consumed);
+    /// assert_eq!(probe.nanos_to_wait_for_refill, 300 * MS);
+    /// # Ok::<(), edgebucket::Error>(())
+    /// ```
+    ///
     /// When rejected, `nanos_to_wait_for_refill` is [`INFINITY_DURATION`] if `tokens` exceeds
     /// a bandwidth's capacity.
     ///
@@ -90,6 +106,21 @@ impl TokenBucket {
 
     /// Whether `tokens` could be consumed now and, if not, how long until they could. Changes nothing.
     ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use edgebucket::{Bandwidth, BucketConfiguration, TokenBucket};
+    /// # const MS: i64 = 1_000_000;
+    /// # let limit = Bandwidth::builder().capacity(10).refill_greedy(10, Duration::from_secs(1)).build()?;
+    /// # let mut bucket = TokenBucket::new(BucketConfiguration::builder().add_limit(limit).build()?, 0);
+    /// // 10 tokens, 10 per second
+    /// bucket.try_consume(9, 0)?;
+    /// let estimate = bucket.estimate_ability_to_consume(3, 0)?;
+    /// assert!(!estimate.can_be_consumed);
+    /// assert_eq!((estimate.remaining_tokens, estimate.nanos_to_wait_for_refill), (1, 200 * MS));
+    /// assert_eq!(bucket.get_available_tokens(0), 1); // nothing consumed
+    /// # Ok::<(), edgebucket::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::NonPositiveTokens`] when `tokens < 1`.
     pub fn estimate_ability_to_consume(&self, tokens: i64, now: i64) -> Result<EstimationProbe> {
@@ -97,6 +128,19 @@ impl TokenBucket {
     }
 
     /// Consumes every available token; returns how many (0 if none, or if the bucket is in debt).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use edgebucket::{Bandwidth, BucketConfiguration, TokenBucket};
+    /// # const MS: i64 = 1_000_000;
+    /// # let limit = Bandwidth::builder().capacity(10).refill_greedy(10, Duration::from_secs(1)).build()?;
+    /// # let mut bucket = TokenBucket::new(BucketConfiguration::builder().add_limit(limit).build()?, 0);
+    /// // 10 tokens, 10 per second
+    /// assert_eq!(bucket.try_consume_as_much_as_possible_up_to(4, 0)?, 4);
+    /// assert_eq!(bucket.try_consume_as_much_as_possible(0), 6);
+    /// assert_eq!(bucket.try_consume_as_much_as_possible(0), 0);
+    /// # Ok::<(), edgebucket::Error>(())
+    /// ```
     pub fn try_consume_as_much_as_possible(&mut self, now: i64) -> i64 {
         consume_up_to(self.configuration.bandwidths(), &mut self.states, i64::MAX, now)
     }
@@ -115,6 +159,21 @@ impl TokenBucket {
     /// Returns `tokens` to every bandwidth: `min(capacity, available + tokens)`, exactly
     /// Bucket4j's formula, so a bandwidth above capacity (after a forced addition) is lowered to
     /// capacity. Use [`TokenBucket::force_add_tokens`] to exceed capacity.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use edgebucket::{Bandwidth, BucketConfiguration, TokenBucket};
+    /// # const MS: i64 = 1_000_000;
+    /// # let limit = Bandwidth::builder().capacity(10).refill_greedy(10, Duration::from_secs(1)).build()?;
+    /// # let mut bucket = TokenBucket::new(BucketConfiguration::builder().add_limit(limit).build()?, 0);
+    /// // 10 tokens, 10 per second
+    /// bucket.try_consume(6, 0)?;
+    /// bucket.add_tokens(100, 0)?; // capped
+    /// assert_eq!(bucket.get_available_tokens(0), 10);
+    /// bucket.force_add_tokens(5, 0)?; // not capped
+    /// assert_eq!(bucket.get_available_tokens(0), 15);
+    /// # Ok::<(), edgebucket::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::NonPositiveTokens`] when `tokens < 1`.
@@ -239,6 +298,20 @@ impl TokenBucket {
     }
 
     /// Fills every bandwidth to capacity.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use edgebucket::{Bandwidth, BucketConfiguration, TokenBucket};
+    /// # const MS: i64 = 1_000_000;
+    /// # let limit = Bandwidth::builder().capacity(10).refill_greedy(10, Duration::from_secs(1)).build()?;
+    /// # let mut bucket = TokenBucket::new(BucketConfiguration::builder().add_limit(limit).build()?, 0);
+    /// // 10 tokens, 10 per second
+    /// bucket.consume_ignoring_rate_limits(25, 0)?;
+    /// assert_eq!(bucket.get_available_tokens(0), -15);
+    /// bucket.reset(0);
+    /// assert_eq!(bucket.get_available_tokens(0), 10);
+    /// # Ok::<(), edgebucket::Error>(())
+    /// ```
     pub fn reset(&mut self, now: i64) {
         self.refill(now);
         for (bandwidth, state) in self.configuration.bandwidths().iter().zip(&mut self.states) {
@@ -284,6 +357,20 @@ impl TokenBucket {
     }
 
     /// Available tokens and time to full refill, per bandwidth and overall.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use edgebucket::{Bandwidth, BucketConfiguration, TokenBucket};
+    /// # const MS: i64 = 1_000_000;
+    /// # let limit = Bandwidth::builder().capacity(10).refill_greedy(10, Duration::from_secs(1)).build()?;
+    /// # let mut bucket = TokenBucket::new(BucketConfiguration::builder().add_limit(limit).build()?, 0);
+    /// // 10 tokens, 10 per second
+    /// bucket.try_consume(4, 0)?;
+    /// let d = bucket.diagnostics(250 * MS); // 2.5 tokens refilled since
+    /// assert_eq!((d.available_tokens, d.nanos_to_full_refill), (8, 150 * MS));
+    /// assert_eq!(d.bandwidths[0].capacity, 10);
+    /// # Ok::<(), edgebucket::Error>(())
+    /// ```
     pub fn diagnostics(&self, now: i64) -> Diagnostics {
         let bandwidths: Vec<_> = self
             .configuration
