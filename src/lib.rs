@@ -38,6 +38,9 @@
 #![forbid(unsafe_code)]
 
 pub mod core;
+/// The wasm-bindgen bindings behind the npm package (feature `wasm`).
+#[cfg(feature = "wasm")]
+pub mod wasm;
 
 pub use crate::core::bandwidth::{Bandwidth, BandwidthBuilder, Refill, RefillKind};
 pub use crate::core::bucket::{Bucket, BucketBuilder};

@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::FixedState;
+
 use super::super::configuration::BucketConfiguration;
 
 #[derive(Debug)]
@@ -15,7 +17,7 @@ struct Entry {
 #[derive(Debug, Default)]
 pub(crate) struct Configurations {
     entries: Vec<Option<Entry>>,
-    ids: HashMap<(BucketConfiguration, u64), u32>,
+    ids: HashMap<(BucketConfiguration, u64), u32, FixedState>,
     free: Vec<u32>,
 }
 

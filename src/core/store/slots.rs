@@ -7,6 +7,8 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::FixedState;
+
 use super::super::state::BandwidthState;
 use super::key_arena::KeyRef;
 
@@ -141,7 +143,7 @@ impl Slots {
 pub(crate) struct ExtraStates {
     states: Vec<PackedState>,
     /// Freed runs by length.
-    free: HashMap<usize, Vec<u32>>,
+    free: HashMap<usize, Vec<u32>, FixedState>,
 }
 
 impl ExtraStates {

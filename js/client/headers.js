@@ -1,0 +1,402 @@
+// Reading a response's rate-limit headers, in every dialect servers speak, into one normalized
+// observation. Malformed fields are ignored (never thrown); absurd values are clamped to BOUNDS.
+//
+// Dialects, most modern first (the first one present wins; servers that send two describe the
+// same limit twice):
+// - draft-ietf-httpapi-ratelimit-headers-10: `RateLimit-Policy: "name";q=100;w=60;qu="requests";pk=:…:`
+//   and `RateLimit: "name";r=50;t=30;pk=:…:` (RFC 9651 lists, items joined by policy name).
+// - draft-07: `RateLimit: limit=100, remaining=50, reset=30` (a dictionary) + `RateLimit-Policy: 100;w=60`.
+// - draft-06: `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` + `RateLimit-Policy: 100;w=60`.
+// - `X-RateLimit-Limit/-Remaining/-Reset` (also `X-Rate-Limit-*`), GitHub's `-Used` and
+//   `-Resource`, Discord's `-Reset-After`.
+// plus `Retry-After` and `Date` (for clock skew) whatever the dialect.
+
+import { parseList, parseDictionary, Token } from 'structured-headers';
+import { parseHttpDate, parseRfc3339 } from './dates.js';
+
+const SECOND = 1000;
+
+/**
+ * Bounds applied to what servers send. A value beyond a bound is clamped to it, not rejected:
+ * the server meant "a lot" or "long", and the client should still be usable.
+ */
+export const BOUNDS = Object.freeze({
+  /** Largest quota or remaining count believed (units). */
+  maxQuota: 1e9,
+  /** Longest policy window believed (30 days). */
+  maxWindow: 30 * 86_400 * SECOND,
+  /** Longest wait a header can impose: `t`, `Retry-After`, `X-RateLimit-Reset` (1 day). */
+  maxWait: 86_400 * SECOND,
+  /** Longer fields are ignored unread. */
+  maxFieldLength: 8192,
+  /** Items past this many in one field are ignored. */
+  maxItems: 32,
+  /** Longer policy names are ignored. */
+  maxNameLength: 128,
+});
+
+/** A reset below this is delta seconds; at or above it an epoch (1e9 s is 2001-09-09; as a delta, 31 years). */
+const EPOCH_SECONDS_FROM = 1e9;
+/** At or above this, epoch milliseconds (1e12 ms is 2001-09-09; in seconds, year 33658). */
+const EPOCH_MILLIS_FROM = 1e12;
+
+/**
+ * One limit a response describes.
+ *
+ * @typedef {object} Limit
+ * @property {string} policy the policy's name (`"default"` where a dialect names none)
+ * @property {string} partitionKey the draft-10 `pk` as base64, `""` without one
+ * @property {string} unit `"requests"`, `"content-bytes"`, `"concurrent-requests"` or another registered unit
+ * @property {number} [quota] `q`: units allowed per window
+ * @property {number} [window] `w`: the window, milliseconds
+ * @property {number} [remaining] `r`: units left
+ * @property {number} [reset] `t`: milliseconds until more quota is available
+ */
+
+/**
+ * What a response's headers say about rate limits.
+ *
+ * @typedef {object} Observation
+ * @property {string | null} dialect `"draft-10"`, `"draft-7"`, `"draft-6"`, `"x-ratelimit"`, or null for none
+ * @property {Limit[]} limits
+ * @property {number} [retryAfter] `Retry-After`, milliseconds from the response
+ * @property {number} [date] the server's `Date`, epoch milliseconds
+ * @property {number} [skew] the client's clock minus the server's, milliseconds (from `Date`)
+ * @property {boolean} [cached] the response came from a cache (`Age` > 0): its fields were ignored
+ */
+
+/**
+ * Reads the rate-limit headers of a response. Never throws on header content.
+ *
+ * @param {Headers | Record<string, string | string[] | undefined> | {get(name: string): unknown} | null | undefined} headers
+ * @param {{ now?: number }} [options] `now`: the client's clock when the response arrived (epoch ms)
+ * @returns {Observation}
+ */
+export function readHeaders(headers, { now = Date.now() } = {}) {
+  const get = getter(headers);
+  const observation = { dialect: null, limits: [] };
+  const date = parseHttpDate(get('date'), now);
+  if (date !== undefined) {
+    observation.date = date;
+    observation.skew = now - date;
+  }
+  // A cached response's fields describe the past (draft-10 §7.3).
+  if (Number(get('age')) > 0) {
+    observation.cached = true;
+    return observation;
+  }
+  // Absolute times are read against the server's clock when it told us, so skew cancels out.
+  const serverNow = date ?? now;
+  const retryAfter = readRetryAfter(get('retry-after'), serverNow);
+  if (retryAfter !== undefined) observation.retryAfter = retryAfter;
+  for (const dialect of [draft10, draft7, draft6, xRateLimit]) {
+    const limits = dialect(get, serverNow);
+    if (limits && limits.length > 0) {
+      observation.dialect = dialect.label;
+      observation.limits = limits;
+      break;
+    }
+  }
+  return observation;
+}
+
+// ---- field access ----
+
+function getter(headers) {
+  if (headers == null || typeof headers !== 'object') return () => null;
+  if (typeof headers.get === 'function') {
+    return (name) => text(headers.get(name));
+  }
+  const byName = new Map();
+  for (const [name, value] of Object.entries(headers)) byName.set(name.toLowerCase(), value);
+  return (name) => text(byName.get(name));
+}
+
+function text(value) {
+  if (value == null) return null;
+  if (Array.isArray(value)) return value.join(', ');
+  return typeof value === 'string' ? value : String(value);
+}
+
+function sfList(value) {
+  if (value == null || value.length > BOUNDS.maxFieldLength) return undefined;
+  try {
+    return parseList(value).slice(0, BOUNDS.maxItems);
+  } catch {
+    return undefined;
+  }
+}
+
+function sfDictionary(value) {
+  if (value == null || value.length > BOUNDS.maxFieldLength) return undefined;
+  try {
+    return parseDictionary(value);
+  } catch {
+    return undefined;
+  }
+}
+
+function sfInteger(value) {
+  const list = sfList(value);
+  if (!list || list.length !== 1) return undefined;
+  return nonNegativeInteger(list[0][0]);
+}
+
+// ---- values ----
+
+function nonNegativeInteger(value) {
+  return Number.isInteger(value) && value >= 0 ? value : undefined;
+}
+
+function clamp(value, max) {
+  return value === undefined ? undefined : Math.min(Math.max(value, 0), max);
+}
+
+function seconds(value, max) {
+  return value === undefined ? undefined : Math.min(value * SECOND, max);
+}
+
+/** The name of a draft-10 item: a String (as the draft says) or a Token (as its own appendix writes). */
+function itemName(value) {
+  const name = typeof value === 'string' ? value : value instanceof Token ? value.value : undefined;
+  return name !== undefined && name.length <= BOUNDS.maxNameLength ? name : undefined;
+}
+
+function base64(buffer) {
+  let binary = '';
+  for (const byte of new Uint8Array(buffer)) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+/** `pk`: absent is `""`; present but not a Byte Sequence makes the item malformed (`undefined`). */
+function partitionKey(parameters) {
+  if (!parameters.has('pk')) return '';
+  const value = parameters.get('pk');
+  return value instanceof ArrayBuffer ? base64(value) : undefined;
+}
+
+/** `qu`: a String; `"request"` (the draft's registry table) is the same unit as `"requests"`. */
+function quotaUnit(parameters) {
+  if (!parameters.has('qu')) return 'requests';
+  const value = parameters.get('qu');
+  const unit = typeof value === 'string' ? value : value instanceof Token ? value.value : undefined;
+  if (unit === undefined || unit.length > BOUNDS.maxNameLength) return undefined;
+  return unit === 'request' ? 'requests' : unit;
+}
+
+// ---- draft-10 ----
+
+function draft10(get) {
+  const policies = [];
+  for (const [value, parameters] of sfList(get('ratelimit-policy')) ?? []) {
+    const policy = policyItem(value, parameters);
+    if (policy && !policies.some((p) => sameLimit(p, policy))) policies.push(policy);
+  }
+  const limits = [...policies];
+  for (const [value, parameters] of sfList(get('ratelimit')) ?? []) {
+    const state = serviceLimitItem(value, parameters);
+    if (!state) continue;
+    const policy = limits.find((p) => joins(p, state));
+    if (policy) {
+      if (policy.remaining !== undefined || policy.reset !== undefined) continue; // first wins
+      if (!policy.partitionKey) policy.partitionKey = state.partitionKey;
+      assignState(policy, state);
+    } else {
+      limits.push({ policy: state.policy, partitionKey: state.partitionKey, unit: 'requests', ...stateOf(state) });
+    }
+  }
+  return limits;
+}
+draft10.label = 'draft-10';
+
+function policyItem(value, parameters) {
+  const name = itemName(value);
+  const quota = nonNegativeInteger(parameters.get('q'));
+  const pk = partitionKey(parameters);
+  const unit = quotaUnit(parameters);
+  if (name === undefined || quota === undefined || pk === undefined || unit === undefined) return undefined;
+  const policy = { policy: name, partitionKey: pk, unit, quota: clamp(quota, BOUNDS.maxQuota) };
+  const window = nonNegativeInteger(parameters.get('w'));
+  if (window > 0) policy.window = seconds(window, BOUNDS.maxWindow);
+  return policy;
+}
+
+function serviceLimitItem(value, parameters) {
+  const name = itemName(value);
+  const pk = partitionKey(parameters);
+  if (name === undefined || pk === undefined) return undefined;
+  const remaining = nonNegativeInteger(parameters.get('r'));
+  const reset = nonNegativeInteger(parameters.get('t'));
+  // r is required by the draft, yet its own appendix sends `t` alone: take what is there.
+  if (remaining === undefined && reset === undefined) return undefined;
+  return { policy: name, partitionKey: pk, remaining, reset };
+}
+
+function stateOf({ remaining, reset }) {
+  const state = {};
+  if (remaining !== undefined) state.remaining = clamp(remaining, BOUNDS.maxQuota);
+  if (reset !== undefined) state.reset = seconds(reset, BOUNDS.maxWait);
+  return state;
+}
+
+function assignState(limit, state) {
+  Object.assign(limit, stateOf(state));
+  if (limit.remaining !== undefined && limit.quota !== undefined) {
+    limit.remaining = Math.min(limit.remaining, limit.quota);
+  }
+}
+
+function sameLimit(a, b) {
+  return a.policy === b.policy && a.partitionKey === b.partitionKey;
+}
+
+// A service limit belongs to the policy of the same name; partition keys must agree when both have one.
+function joins(policy, state) {
+  if (policy.policy !== state.policy) return false;
+  return !policy.partitionKey || !state.partitionKey || policy.partitionKey === state.partitionKey;
+}
+
+// ---- draft-07 and draft-06: one "expiring limit" plus a list of `quota;w=window` policies ----
+
+function draft7(get) {
+  const dictionary = sfDictionary(get('ratelimit'));
+  if (!dictionary) return undefined;
+  const member = (key) => {
+    const entry = dictionary.get(key);
+    return entry && !Array.isArray(entry[0]) ? nonNegativeInteger(entry[0]) : undefined;
+  };
+  return legacyLimits(member('limit'), member('remaining'), member('reset'), legacyPolicies(get));
+}
+draft7.label = 'draft-7';
+
+function draft6(get) {
+  // Early drafts allowed `RateLimit-Limit: 100, 100;w=60, 1000;w=3600`: the first member is the
+  // expiring limit, the others are policies.
+  const limitList = sfList(get('ratelimit-limit')) ?? [];
+  const policies = legacyPolicies(get);
+  for (const [value, parameters] of limitList.slice(1)) {
+    const policy = legacyPolicy(value, parameters);
+    if (policy) policies.push(policy);
+  }
+  let limit = limitList.length > 0 ? nonNegativeInteger(limitList[0][0]) : undefined;
+  const window = limitList.length > 0 ? nonNegativeInteger(limitList[0][1].get('w')) : undefined;
+  if (limit !== undefined && window > 0 && !policies.some((p) => p.quota === limit)) {
+    policies.push(legacyPolicy(limit, new Map([['w', window]])));
+  }
+  return legacyLimits(limit, sfInteger(get('ratelimit-remaining')), sfInteger(get('ratelimit-reset')), policies);
+}
+draft6.label = 'draft-6';
+
+function legacyPolicies(get) {
+  const policies = [];
+  for (const [value, parameters] of sfList(get('ratelimit-policy')) ?? []) {
+    const policy = legacyPolicy(value, parameters);
+    if (policy) policies.push(policy);
+  }
+  return policies;
+}
+
+// Legacy policies have no names: a policy is named by its window, which stays put when a server
+// lowers the quota dynamically, so the same local bucket is reconfigured rather than a new one made.
+function legacyPolicy(value, parameters) {
+  const quota = nonNegativeInteger(value);
+  const window = nonNegativeInteger(parameters.get('w'));
+  if (quota === undefined || !(window > 0)) return undefined;
+  return {
+    policy: `w=${window}`,
+    partitionKey: '',
+    unit: 'requests',
+    quota: clamp(quota, BOUNDS.maxQuota),
+    window: seconds(window, BOUNDS.maxWindow),
+  };
+}
+
+function legacyLimits(limit, remaining, reset, policies) {
+  if (limit === undefined && remaining === undefined && reset === undefined) {
+    return policies.length > 0 ? policies : undefined;
+  }
+  const unique = policies.filter((p, i) => policies.findIndex((q) => q.policy === p.policy) === i);
+  const quota = limit === undefined ? undefined : clamp(limit, BOUNDS.maxQuota);
+  // The expiring limit is the policy with that quota (draft-07 §3.2); without one, its window is unknown.
+  let expiring = quota === undefined ? unique[0] : unique.find((p) => p.quota === quota);
+  if (!expiring) {
+    expiring = { policy: 'default', partitionKey: '', unit: 'requests' };
+    if (quota !== undefined) expiring.quota = quota;
+    unique.push(expiring);
+  }
+  assignState(expiring, { remaining, reset });
+  return unique;
+}
+
+// ---- X-RateLimit-* ----
+
+const X_PREFIXES = ['x-ratelimit-', 'x-rate-limit-'];
+
+function xRateLimit(get, serverNow) {
+  for (const prefix of X_PREFIXES) {
+    const field = (name) => get(prefix + name);
+    const quota = decimalNumber(field('limit'));
+    let remaining = decimalNumber(field('remaining'));
+    const used = decimalNumber(field('used'));
+    if (remaining === undefined && quota !== undefined && used !== undefined) remaining = Math.max(quota - used, 0);
+    let reset = readReset(field('reset'), serverNow);
+    const resetAfter = decimalNumber(field('reset-after'));
+    if (resetAfter !== undefined) reset = Math.min(resetAfter * SECOND, BOUNDS.maxWait);
+    if (quota === undefined && remaining === undefined && reset === undefined) continue;
+    const resource = field('resource')?.trim();
+    const limit = {
+      policy: resource && resource.length <= BOUNDS.maxNameLength ? resource : 'default',
+      partitionKey: '',
+      unit: 'requests',
+    };
+    if (quota !== undefined) limit.quota = clamp(Math.floor(quota), BOUNDS.maxQuota);
+    if (remaining !== undefined) limit.remaining = clamp(Math.floor(remaining), limit.quota ?? BOUNDS.maxQuota);
+    if (reset !== undefined) limit.reset = Math.ceil(reset);
+    return [limit];
+  }
+  return undefined;
+}
+xRateLimit.label = 'x-ratelimit';
+
+/** A non-negative decimal number as these legacy fields write them (`5000`, `1470173023.123`). */
+function decimalNumber(value) {
+  if (value == null) return undefined;
+  const trimmed = value.trim();
+  return /^\d{1,16}(\.\d{1,9})?$/.test(trimmed) ? Number(trimmed) : undefined;
+}
+
+/**
+ * `X-RateLimit-Reset`: delta seconds, epoch seconds or epoch milliseconds told apart by size
+ * (see EPOCH_SECONDS_FROM), or an HTTP-date / RFC 3339 time. Returns ms from the response.
+ */
+function readReset(value, serverNow) {
+  if (value == null) return undefined;
+  const number = decimalNumber(value);
+  let delta;
+  if (number === undefined) {
+    const at = parseHttpDate(value, serverNow) ?? parseRfc3339(value);
+    if (at === undefined) return undefined;
+    delta = at - serverNow;
+  } else if (number >= EPOCH_MILLIS_FROM) {
+    delta = number - serverNow;
+  } else if (number >= EPOCH_SECONDS_FROM) {
+    delta = number * SECOND - serverNow;
+  } else {
+    delta = number * SECOND;
+  }
+  return clamp(delta, BOUNDS.maxWait);
+}
+
+// ---- Retry-After ----
+
+/**
+ * `Retry-After`: delay-seconds, or an HTTP-date in any of its three forms, read against the
+ * server's clock (`serverNow`). Decimal seconds are accepted, though the RFC has only integers.
+ */
+function readRetryAfter(value, serverNow) {
+  if (value == null) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.min(Math.ceil(Number(trimmed) * SECOND), BOUNDS.maxWait);
+  const at = parseHttpDate(trimmed, serverNow);
+  return at === undefined ? undefined : clamp(at - serverNow, BOUNDS.maxWait);
+}

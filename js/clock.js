@@ -1,0 +1,53 @@
+// Clocks: JS reads the time and passes it to wasm as one number per operation (or a BigInt
+// through the exchange). See docs/npm-package.md, "Time across the boundary".
+import { invalidArgument, EdgeBucketError } from './errors.js';
+import { integer, ARG_TIME } from './runtime.js';
+
+/**
+ * @typedef {object} Clock
+ * @property {boolean} unitIsMillis the unit of `now()`: milliseconds, or nanoseconds
+ * @property {number} originMillis added to `now()`, in milliseconds
+ * @property {() => number} now the current time in the unit
+ */
+
+/** Wall-clock milliseconds (`Date.now()`), Bucket4j's default precision. */
+export function millisecondClock() {
+  return { unitIsMillis: true, originMillis: 0, now: Date.now };
+}
+
+/**
+ * Nanosecond precision: `performance.timeOrigin + performance.now()`, monotonic and epoch-based.
+ * (Browsers coarsen `performance.now()`; Workers advance it only across I/O.)
+ */
+export function nanosecondClock() {
+  const performance = globalThis.performance;
+  if (typeof performance?.now !== 'function') {
+    throw new EdgeBucketError('INVALID_ARGUMENT', 'nanosecond precision needs performance.now()');
+  }
+  const origin = performance.timeOrigin ?? Date.now() - performance.now();
+  return { unitIsMillis: true, originMillis: origin, now: () => performance.now() };
+}
+
+/**
+ * A custom time meter: `meter()` returns nanoseconds as an integer number (exact up to 2^53) or
+ * a BigInt (any 64-bit value). Use a manual clock in tests and simulations.
+ */
+export function customClock(meter) {
+  if (typeof meter !== 'function') throw invalidArgument('a time meter must be a function returning nanoseconds');
+  return {
+    unitIsMillis: false,
+    originMillis: 0,
+    now() {
+      const nanos = meter();
+      return typeof nanos === 'number' ? nanos : integer(nanos, ARG_TIME, 'the time meter result');
+    },
+  };
+}
+
+/** The clock an option names: 'millis' (default), 'nanos', or a time meter function. */
+export function clockOption(option) {
+  if (option === undefined || option === 'millis') return millisecondClock();
+  if (option === 'nanos') return nanosecondClock();
+  if (typeof option === 'function') return customClock(option);
+  throw invalidArgument(`clock must be 'millis', 'nanos' or a function returning nanoseconds, got ${String(option)}`);
+}

@@ -1,0 +1,169 @@
+// Limits: the fluent builders produce the Rust core's JSON schema, which the core validates
+// (with serde-wasm-bindgen and humantime), so JS and Rust share one set of rules and one
+// duration parser.
+import { invalidArgument } from './errors.js';
+import { raw, describe } from './runtime.js';
+
+/** How tokens carry over when a configuration is replaced (Bucket4j's names). */
+export const TokensInheritanceStrategy = Object.freeze({
+  /** Forget the old state: start afresh. */
+  RESET: 'RESET',
+  /** Scale available tokens by new capacity / old capacity. */
+  PROPORTIONALLY: 'PROPORTIONALLY',
+  /** Keep available tokens, lowered to the new capacity. */
+  AS_IS: 'AS_IS',
+  /** Keep available tokens and add the capacity growth. */
+  ADDITIVE: 'ADDITIVE',
+});
+
+let rawOf;
+
+/**
+ * An immutable, validated list of limits.
+ *
+ * @example
+ * const config = BucketConfiguration.builder()
+ *   .addLimit(l => l.capacity(50).refillGreedy(10, '1s').id('burst'))
+ *   .build();
+ */
+export class BucketConfiguration {
+  #raw;
+
+  /** @internal use `BucketConfiguration.builder()` or `BucketConfiguration.fromJSON()`. */
+  constructor(rawConfiguration) {
+    if (!(rawConfiguration instanceof raw.RawConfiguration)) {
+      throw invalidArgument('use BucketConfiguration.builder() or BucketConfiguration.fromJSON()');
+    }
+    this.#raw = rawConfiguration;
+  }
+
+  static {
+    rawOf = (configuration) => configuration.#raw;
+  }
+
+  /** Starts building a configuration. */
+  static builder() {
+    return new ConfigurationBuilder();
+  }
+
+  /** A configuration from the JSON schema (`{ bandwidths: [...] }`), checked by the core. */
+  static fromJSON(spec) {
+    return new BucketConfiguration(new raw.RawConfiguration(spec));
+  }
+
+  /** The configuration in the JSON schema (durations as humantime strings). */
+  toJSON() {
+    return this.#raw.toJSON();
+  }
+
+  /** True when both describe the same limits. */
+  equals(other) {
+    return other instanceof BucketConfiguration && this.#raw.equals(other.#raw);
+  }
+}
+
+/** The wasm handle of a configuration (internal). */
+export function rawConfiguration(configuration) {
+  if (!(configuration instanceof BucketConfiguration)) {
+    throw invalidArgument(`expected a BucketConfiguration, got ${describe(configuration)}`);
+  }
+  return rawOf(configuration);
+}
+
+/** Builds a {@link BucketConfiguration}: limits in order. */
+export class ConfigurationBuilder {
+  #bandwidths = [];
+
+  /**
+   * Adds a limit: a function given a {@link BandwidthBuilder} (Bucket4j's style), a
+   * BandwidthBuilder, or a bandwidth in the JSON schema.
+   */
+  addLimit(limit) {
+    this.#bandwidths.push(bandwidthSpec(limit));
+    return this;
+  }
+
+  /** Validates the limits (in Rust) and returns the configuration. */
+  build() {
+    return BucketConfiguration.fromJSON({ bandwidths: this.#bandwidths });
+  }
+}
+
+/** The JSON form of a limit given to `addLimit`. */
+export function bandwidthSpec(limit) {
+  const built = typeof limit === 'function' ? limit(new BandwidthBuilder()) : limit;
+  if (built instanceof BandwidthBuilder) return built.toJSON();
+  if (built !== null && typeof built === 'object') return built;
+  throw invalidArgument(`addLimit expects a function of a BandwidthBuilder, a BandwidthBuilder or a bandwidth object, got ${describe(built)}`);
+}
+
+/**
+ * One limit: a capacity and how it refills. Type errors are thrown at once
+ * (`INVALID_ARGUMENT`); the rules (positive capacity, valid period, …) are the core's, checked
+ * when the configuration is built.
+ */
+export class BandwidthBuilder {
+  #spec = {};
+
+  /** The most tokens the bandwidth holds. */
+  capacity(tokens) {
+    this.#spec.capacity = whole(tokens, 'capacity');
+    return this;
+  }
+
+  /** `tokens` per `period`, added as soon as possible (10 per second: one every 100 ms). */
+  refillGreedy(tokens, period) {
+    return this.#refill('greedy', tokens, period);
+  }
+
+  /** All `tokens` at once whenever a whole `period` has passed. */
+  refillIntervally(tokens, period) {
+    return this.#refill('intervally', tokens, period);
+  }
+
+  /** As `refillIntervally`, with periods aligned to `firstRefillTime` (a Date, epoch ms or RFC 3339). */
+  refillIntervallyAligned(tokens, period, firstRefillTime) {
+    return this.#refill('intervallyAligned', tokens, period, instant(firstRefillTime), undefined);
+  }
+
+  /** As `refillIntervallyAligned`, starting with only the tokens the current period would earn. */
+  refillIntervallyAlignedWithAdaptiveInitialTokens(tokens, period, firstRefillTime) {
+    return this.#refill('intervallyAligned', tokens, period, instant(firstRefillTime), true);
+  }
+
+  /** Tokens a new bucket starts with (default: capacity). */
+  initialTokens(tokens) {
+    this.#spec.initialTokens = whole(tokens, 'initialTokens');
+    return this;
+  }
+
+  /** Names the limit, so a replacing configuration can inherit its tokens. */
+  id(id) {
+    if (typeof id !== 'string') throw invalidArgument(`id must be a string, got ${describe(id)}`);
+    this.#spec.id = id;
+    return this;
+  }
+
+  /** The limit in the JSON schema. */
+  toJSON() {
+    return { ...this.#spec };
+  }
+
+  #refill(kind, tokens, period, firstRefillTime, adaptiveInitialTokens) {
+    const refill = { kind, tokens: whole(tokens, 'refill tokens'), period };
+    if (firstRefillTime !== undefined) refill.firstRefillTime = firstRefillTime;
+    if (adaptiveInitialTokens !== undefined) refill.adaptiveInitialTokens = adaptiveInitialTokens;
+    this.#spec.refill = refill;
+    return this;
+  }
+}
+
+// Integers go to Rust as numbers or BigInts; signs and ranges are the core's to judge.
+function whole(value, what) {
+  if (typeof value === 'bigint' || Number.isSafeInteger(value)) return value;
+  throw invalidArgument(`${what} must be a whole number (a safe integer or a BigInt), got ${describe(value)}`);
+}
+
+function instant(value) {
+  return value instanceof Date ? value.getTime() : value;
+}

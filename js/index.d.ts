@@ -1,0 +1,285 @@
+// Types of the npm package `edgebucket`.
+
+/**
+ * A token count or a number of nanoseconds: a number while exact (|n| < 2^53), a BigInt
+ * beyond; waits that never end are `Infinity`.
+ */
+export type Exact = number | bigint;
+
+/** A token count argument: a safe integer number, or a BigInt for 64-bit counts. */
+export type Tokens = number | bigint;
+
+/**
+ * A duration: milliseconds (`250`), a humantime string (`'250ms'`, `'1s'`, `'10 minutes'`,
+ * `'1h 30m'`, `'1d'`) or whole parts (`{ minutes: 1, seconds: 30 }`). Read by the Rust core.
+ */
+export type Duration =
+  | number
+  | string
+  | {
+      days?: number;
+      hours?: number;
+      minutes?: number;
+      seconds?: number;
+      milliseconds?: number;
+      microseconds?: number;
+      nanoseconds?: number;
+    };
+
+/** An instant: a Date, epoch milliseconds, or an RFC 3339 timestamp. */
+export type Instant = Date | number | string;
+
+/** A time meter: the current time in nanoseconds (an integer number up to 2^53, or a BigInt). */
+export type TimeMeter = () => number | bigint;
+
+/**
+ * The one error class. `code` is the Rust core's stable code (`NON_POSITIVE_CAPACITY`,
+ * `INVALID_DURATION`, `NON_POSITIVE_TOKENS`, `KEY_TOO_LONG`, …) or `INVALID_ARGUMENT` for a JS
+ * argument of the wrong type or form. An operation that throws has changed nothing.
+ *
+ * @example
+ * try { bucket.tryConsume(0) } catch (e) { if (e instanceof EdgeBucketError) e.code }
+ */
+export class EdgeBucketError extends Error {
+  constructor(code: string, message: string);
+  readonly name: 'EdgeBucketError';
+  readonly code: string;
+}
+
+/** How tokens carry over when a configuration is replaced. */
+export const TokensInheritanceStrategy: {
+  readonly RESET: 'RESET';
+  readonly PROPORTIONALLY: 'PROPORTIONALLY';
+  readonly AS_IS: 'AS_IS';
+  readonly ADDITIVE: 'ADDITIVE';
+};
+export type TokensInheritanceStrategy = (typeof TokensInheritanceStrategy)[keyof typeof TokensInheritanceStrategy];
+
+/** A limit in the JSON schema. */
+export interface BandwidthSpec {
+  capacity: Tokens;
+  refill: {
+    kind: 'greedy' | 'intervally' | 'intervallyAligned';
+    tokens: Tokens;
+    period: Duration;
+    firstRefillTime?: number | string;
+    adaptiveInitialTokens?: boolean;
+  };
+  initialTokens?: Tokens;
+  id?: string;
+}
+
+/** A configuration in the JSON schema. */
+export interface ConfigurationSpec {
+  bandwidths: BandwidthSpec[];
+}
+
+/** One limit under construction (Bucket4j's `Bandwidth.builder()`). */
+export class BandwidthBuilder {
+  /** The most tokens the limit holds. */
+  capacity(tokens: Tokens): this;
+  /** `tokens` per `period`, added as soon as possible. */
+  refillGreedy(tokens: Tokens, period: Duration): this;
+  /** All `tokens` at once whenever a whole `period` has passed. */
+  refillIntervally(tokens: Tokens, period: Duration): this;
+  /** Intervally, periods aligned to `firstRefillTime`. */
+  refillIntervallyAligned(tokens: Tokens, period: Duration, firstRefillTime: Instant): this;
+  /** Aligned, starting with only the tokens the current period would earn. */
+  refillIntervallyAlignedWithAdaptiveInitialTokens(tokens: Tokens, period: Duration, firstRefillTime: Instant): this;
+  /** Tokens a new bucket starts with (default: capacity). */
+  initialTokens(tokens: Tokens): this;
+  /** Names the limit for configuration replacement. */
+  id(id: string): this;
+  toJSON(): BandwidthSpec;
+}
+
+/** What `addLimit` accepts. */
+export type Limit = ((limit: BandwidthBuilder) => BandwidthBuilder) | BandwidthBuilder | BandwidthSpec;
+
+/** Builds a {@link BucketConfiguration}. */
+export class ConfigurationBuilder {
+  addLimit(limit: Limit): this;
+  build(): BucketConfiguration;
+}
+
+/**
+ * An immutable, validated list of limits.
+ *
+ * @example
+ * const config = BucketConfiguration.builder()
+ *   .addLimit(l => l.capacity(50).refillGreedy(10, '1s').id('burst'))
+ *   .addLimit(l => l.capacity(1000).refillIntervally(1000, '1h'))
+ *   .build();
+ */
+export class BucketConfiguration {
+  private constructor();
+  static builder(): ConfigurationBuilder;
+  /** From the JSON schema, checked by the core. */
+  static fromJSON(spec: ConfigurationSpec): BucketConfiguration;
+  /** In the JSON schema (durations as humantime strings). */
+  toJSON(): ConfigurationSpec;
+  equals(other: BucketConfiguration): boolean;
+}
+
+export interface ConsumptionProbe {
+  consumed: boolean;
+  /** Tokens left, never negative. */
+  remainingTokens: Exact;
+  /** 0 when consumed; else nanoseconds until it could be, `Infinity` if never. */
+  nanosToWaitForRefill: Exact;
+  /** Nanoseconds until every limit is full. */
+  nanosToWaitForReset: Exact;
+}
+
+export interface EstimationProbe {
+  canBeConsumed: boolean;
+  /** Tokens available, never negative. */
+  remainingTokens: Exact;
+  nanosToWaitForRefill: Exact;
+}
+
+export interface BandwidthDiagnostics {
+  id: string | null;
+  capacity: Exact;
+  availableTokens: Exact;
+  nanosToFullRefill: Exact;
+}
+
+export interface Diagnostics {
+  availableTokens: Exact;
+  nanosToFullRefill: Exact;
+  bandwidths: BandwidthDiagnostics[];
+}
+
+export interface VerboseResult<T> {
+  value: T;
+  configuration: BucketConfiguration;
+  diagnostics: Diagnostics;
+}
+
+/** What a listenable bucket reports; implement any hooks. */
+export interface BucketListener {
+  onConsumed?(tokens: Tokens): void;
+  onRejected?(tokens: Tokens): void;
+  onDelayed?(nanos: Exact): void;
+  onAborted?(reason: unknown): void;
+}
+
+/** A listener with counters (Bucket4j's SimpleBucketListener). */
+export class SimpleListener implements BucketListener {
+  consumed: number;
+  rejected: number;
+  delayedNanos: number;
+  aborted: number;
+  onConsumed(tokens: Tokens): void;
+  onRejected(tokens: Tokens): void;
+  onDelayed(nanos: Exact): void;
+  onAborted(): void;
+}
+
+/**
+ * A token bucket with Bucket4j's semantics and a clock.
+ *
+ * @example
+ * const bucket = Bucket.builder().addLimit(l => l.capacity(50).refillGreedy(10, '1s')).build();
+ * if (bucket.tryConsume(1)) handle(request);
+ */
+export class Bucket {
+  private constructor();
+  static builder(): BucketBuilder;
+  tryConsume(tokens: Tokens): boolean;
+  tryConsumeAndReturnRemaining(tokens: Tokens): ConsumptionProbe;
+  estimateAbilityToConsume(tokens: Tokens): EstimationProbe;
+  /** Consumes every available token, at most `limit`; how many. */
+  tryConsumeAsMuchAsPossible(limit?: Tokens): Exact;
+  addTokens(tokens: Tokens): void;
+  forceAddTokens(tokens: Tokens): void;
+  /** Consumes whatever the limits; nanoseconds until the debt is repaid. */
+  consumeIgnoringRateLimits(tokens: Tokens): Exact;
+  getAvailableTokens(): Exact;
+  reset(): void;
+  replaceConfiguration(configuration: BucketConfiguration, strategy: TokensInheritanceStrategy): void;
+  getConfiguration(): BucketConfiguration;
+  getDiagnostics(): Diagnostics;
+  asVerbose(): VerboseBucket;
+  asScheduler(): Scheduler;
+  /** The same bucket (same tokens), reporting to `listener`. */
+  toListenable(listener: BucketListener): Bucket;
+}
+
+/** Builds a {@link Bucket}. */
+export class BucketBuilder {
+  addLimit(limit: Limit): this;
+  withConfiguration(configuration: BucketConfiguration): this;
+  withMillisecondPrecision(): this;
+  withNanosecondPrecision(): this;
+  /** A manual clock: `() => nanoseconds`. */
+  withCustomTimeMeter(meter: TimeMeter): this;
+  build(): Bucket;
+}
+
+/** Each operation's result with the configuration and diagnostics right after it. */
+export class VerboseBucket {
+  private constructor();
+  tryConsume(tokens: Tokens): VerboseResult<boolean>;
+  tryConsumeAndReturnRemaining(tokens: Tokens): VerboseResult<ConsumptionProbe>;
+  estimateAbilityToConsume(tokens: Tokens): VerboseResult<EstimationProbe>;
+  tryConsumeAsMuchAsPossible(limit?: Tokens): VerboseResult<Exact>;
+  addTokens(tokens: Tokens): VerboseResult<void>;
+  forceAddTokens(tokens: Tokens): VerboseResult<void>;
+  consumeIgnoringRateLimits(tokens: Tokens): VerboseResult<Exact>;
+  getAvailableTokens(): VerboseResult<Exact>;
+  reset(): VerboseResult<void>;
+}
+
+/** Waits as promises: fair (reservations queue in order) and never blocking. */
+export class Scheduler {
+  private constructor();
+  /** Resolves once `tokens` are consumed; on abort rejects with `signal.reason` and returns the tokens. */
+  consume(tokens: Tokens, options?: { signal?: AbortSignal }): Promise<void>;
+  /** `false` at once if `tokens` cannot be had within `maxWait`; else `true` after the wait. */
+  tryConsume(tokens: Tokens, maxWait: Duration, options?: { signal?: AbortSignal }): Promise<boolean>;
+}
+
+/** A store key: a string (its UTF-8 bytes) or bytes. At most 65,535 bytes. */
+export type Key = string | Uint8Array;
+
+export interface StoreOptions {
+  /** For every key, or a supplier called only for new (and outdated) keys. */
+  configuration: BucketConfiguration | ((key: Key) => BucketConfiguration);
+  /** Default 1,000,000; `Infinity` for no cap. */
+  maxKeys?: number;
+  /** How long a full bucket is kept (default 0). */
+  idleGrace?: Duration;
+  /** Configuration version (default 0). */
+  version?: number;
+  /** How outdated keys inherit tokens (default RESET). */
+  strategy?: TokensInheritanceStrategy;
+  /** 'millis' (default), 'nanos', or a time meter. */
+  clock?: 'millis' | 'nanos' | TimeMeter;
+}
+
+/**
+ * Buckets by key in wasm memory (Bucket4j's ProxyManager idea, local).
+ *
+ * @example
+ * const store = new BucketStore({ configuration: config });
+ * if (!store.tryConsume(request.ip, 1)) return tooManyRequests();
+ */
+export class BucketStore {
+  constructor(options: StoreOptions);
+  configure(options: Pick<StoreOptions, 'configuration' | 'version' | 'strategy'>): void;
+  tryConsume(key: Key, tokens: Tokens): boolean;
+  tryConsumeAndReturnRemaining(key: Key, tokens: Tokens): ConsumptionProbe;
+  estimateAbilityToConsume(key: Key, tokens: Tokens): EstimationProbe;
+  getAvailableTokens(key: Key): Exact;
+  has(key: Key): boolean;
+  delete(key: Key): boolean;
+  removeExpired(): number;
+  clear(): void;
+  readonly size: number;
+  free(): void;
+}
+
+/** Bucket4j's INFINITY_DURATION as the package reports it. */
+export const INFINITY_DURATION: number;

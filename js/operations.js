@@ -1,0 +1,81 @@
+// The raw bucket operations and the decoding of their results, shared by Bucket (which reads
+// the clock and tells listeners) and VerboseBucket (which adds diagnostics at the same time).
+import { result, fail, integer, ARG_TOKENS, ARG_WAIT, STATUS_TRUE } from './runtime.js';
+import { BucketConfiguration } from './configuration.js';
+
+const tokensArg = (tokens) => (typeof tokens === 'number' ? tokens : integer(tokens, ARG_TOKENS, 'tokens'));
+
+function check(status) {
+  if (status > STATUS_TRUE) fail();
+  return status === STATUS_TRUE;
+}
+
+export function tryConsume(bucket, tokens, now) {
+  return check(bucket.tryConsume(tokensArg(tokens), now));
+}
+
+export function tryConsumeAndReturnRemaining(bucket, tokens, now) {
+  return consumptionProbe(check(bucket.tryConsumeAndReturnRemaining(tokensArg(tokens), now)));
+}
+
+export function estimateAbilityToConsume(bucket, tokens, now) {
+  return estimationProbe(check(bucket.estimateAbilityToConsume(tokensArg(tokens), now)));
+}
+
+export function tryConsumeAsMuchAsPossible(bucket, limit, now) {
+  const max = limit === undefined ? Infinity : typeof limit === 'number' ? limit : integer(limit, ARG_TOKENS, 'limit');
+  check(bucket.tryConsumeAsMuchAsPossible(max, now));
+  return result(0);
+}
+
+export function addTokens(bucket, tokens, now) {
+  check(bucket.addTokens(tokensArg(tokens), now));
+}
+
+export function forceAddTokens(bucket, tokens, now) {
+  check(bucket.forceAddTokens(tokensArg(tokens), now));
+}
+
+export function consumeIgnoringRateLimits(bucket, tokens, now) {
+  check(bucket.consumeIgnoringRateLimits(tokensArg(tokens), now));
+  return result(0);
+}
+
+/** The wait in nanoseconds if reserved (consumed now, to be used after the wait), else `null`. */
+export function reserve(bucket, tokens, maxWaitNanos, now) {
+  const maxWait = typeof maxWaitNanos === 'number' ? maxWaitNanos : integer(maxWaitNanos, ARG_WAIT, 'maximum wait');
+  return check(bucket.reserve(tokensArg(tokens), maxWait, now)) ? result(0) : null;
+}
+
+export function getAvailableTokens(bucket, now) {
+  check(bucket.getAvailableTokens(now));
+  return result(0);
+}
+
+export function reset(bucket, now) {
+  check(bucket.reset(now));
+}
+
+export function configuration(bucket) {
+  return new BucketConfiguration(bucket.configuration());
+}
+
+export function diagnostics(bucket, now) {
+  check(bucket.diagnostics(now));
+  const availableTokens = result(0);
+  const nanosToFullRefill = result(1);
+  const ids = bucket.configuration().toJSON().bandwidths.map((b) => b.id ?? null);
+  const bandwidths = ids.map((id, i) => {
+    check(bucket.diagnostic(i, now));
+    return { id, capacity: result(0), availableTokens: result(1), nanosToFullRefill: result(2) };
+  });
+  return { availableTokens, nanosToFullRefill, bandwidths };
+}
+
+export function consumptionProbe(consumed) {
+  return { consumed, remainingTokens: result(0), nanosToWaitForRefill: result(1), nanosToWaitForReset: result(2) };
+}
+
+export function estimationProbe(canBeConsumed) {
+  return { canBeConsumed, remainingTokens: result(0), nanosToWaitForRefill: result(1) };
+}

@@ -1,0 +1,110 @@
+// The wasm module and the exchange area through which hot operations pass numbers and key bytes
+// without allocating (see src/wasm/exchange.rs for the layout, which this file mirrors).
+import * as raw from './wasm/edgebucket.js';
+import { EdgeBucketError, invalidArgument } from './errors.js';
+
+export { raw };
+
+const SLOTS = 16;
+const KEY_BYTES = 65536;
+export const MAX_KEY_BYTES = KEY_BYTES - 1;
+export const ARG_TOKENS = 0;
+export const ARG_TIME = 1;
+export const ARG_WAIT = 2;
+export const STATUS_TRUE = 1;
+export const STATUS_ERROR = 2;
+export const STATUS_NEEDS_CONFIGURATION = 3;
+
+const I64_MIN = -(2n ** 63n);
+const I64_MAX = 2n ** 63n - 1n;
+
+let memory, address, numbers, integers, given, keyBytes;
+const encoder = new TextEncoder();
+
+/** Called by each entry point once the wasm module is instantiated. */
+export function ready() {
+  raw.setErrorClass(EdgeBucketError);
+  memory = raw.wasmMemory();
+  address = raw.exchangeAddress();
+  views();
+}
+
+// Growing wasm memory detaches the old views (their length becomes 0): make new ones.
+function views() {
+  const buffer = memory.buffer;
+  numbers = new Float64Array(buffer, address, SLOTS);
+  integers = new BigInt64Array(buffer, address + 8 * SLOTS, SLOTS);
+  given = new Uint32Array(buffer, address + 16 * SLOTS, SLOTS);
+  keyBytes = new Uint8Array(buffer, address + 20 * SLOTS, KEY_BYTES);
+}
+
+/** Result `slot` of the last operation: a number, `Infinity` for an infinite wait, or a BigInt past 2^53. */
+export function result(slot) {
+  if (numbers.length === 0) views();
+  const value = numbers[slot];
+  return value === value ? value : integers[slot];
+}
+
+/** Throws the error the last operation left (status 2). */
+export function fail() {
+  throw raw.takeError();
+}
+
+/**
+ * An integer argument for the wasm side: numbers pass as they are (Rust checks them); a BigInt
+ * is left in the exchange and `NaN` passed in its place.
+ */
+export function integer(value, slot, what) {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'bigint') {
+    if (value < I64_MIN || value > I64_MAX) throw invalidArgument(`${what} ${value} is outside the 64-bit range`);
+    if (numbers.length === 0) views();
+    integers[slot] = value;
+    given[slot] = 1;
+    return NaN;
+  }
+  throw invalidArgument(`${what} must be a number or a BigInt, got ${describe(value)}`);
+}
+
+/** Writes a store key (a string, as UTF-8, or a Uint8Array) into the exchange; returns its length. */
+export function writeKey(key) {
+  if (keyBytes.length === 0) views();
+  if (typeof key === 'string') {
+    const length = key.length;
+    let i = 0;
+    if (length <= MAX_KEY_BYTES) {
+      // ASCII keys (ids, IP addresses) are copied directly: cheaper than encodeInto for short keys.
+      for (; i < length; i++) {
+        const c = key.charCodeAt(i);
+        if (c > 127) break;
+        keyBytes[i] = c;
+      }
+      if (i === length) return length;
+    }
+    const { read, written } = encoder.encodeInto(key, keyBytes);
+    if (read < length || written > MAX_KEY_BYTES) throw keyTooLong(encoder.encode(key).length);
+    return written;
+  }
+  if (key instanceof Uint8Array) {
+    if (key.length > MAX_KEY_BYTES) throw keyTooLong(key.length);
+    keyBytes.set(key);
+    return key.length;
+  }
+  throw invalidArgument(`a key must be a string or a Uint8Array, got ${describe(key)}`);
+}
+
+function keyTooLong(length) {
+  return new EdgeBucketError('KEY_TOO_LONG', `a key of ${length} bytes is longer than the maximum of ${MAX_KEY_BYTES} bytes`);
+}
+
+/** A duration in the configuration schema's forms, read by the Rust core's parser, in nanoseconds. */
+export function durationNanos(duration) {
+  raw.durationNanos(duration);
+  return result(0);
+}
+
+export function describe(value) {
+  if (value === null) return 'null';
+  if (typeof value === 'object') return value.constructor?.name ?? 'object';
+  return typeof value === 'string' ? JSON.stringify(value) : `${typeof value} ${String(value)}`;
+}

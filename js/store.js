@@ -1,0 +1,136 @@
+// Many buckets by key in wasm memory: the Rust core's BucketStore (Bucket4j's ProxyManager
+// idea, local). See src/core/store.rs for the memory layout, expiry and eviction.
+import { invalidArgument } from './errors.js';
+import { raw, writeKey, integer, fail, result, ARG_TOKENS, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
+import { BucketConfiguration, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
+import { clockOption } from './clock.js';
+import { consumptionProbe, estimationProbe } from './operations.js';
+
+const tokensArg = (tokens) => (typeof tokens === 'number' ? tokens : integer(tokens, ARG_TOKENS, 'tokens'));
+
+/**
+ * Buckets by key (a string or a Uint8Array; a string is its UTF-8 bytes), about 40–60 bytes
+ * each plus the key, in wasm memory.
+ *
+ * - `configuration`: a {@link BucketConfiguration} for every key, or a function
+ *   `(key) => BucketConfiguration` called only for new keys (and keys of an older `version`).
+ * - `version` and `strategy`: raising the version (see {@link BucketStore#configure}) gives
+ *   keys of older versions the new configuration on their next access, tokens carried over by
+ *   the strategy (Bucket4j's implicit configuration replacement).
+ * - `maxKeys` (default 1,000,000): beyond it an insertion evicts a key (CLOCK: expired keys
+ *   first, then keys unused since the hand last passed). `Infinity` for no cap.
+ * - `idleGrace` (default 0): a key expires once its bucket has been full that long (Bucket4j's
+ *   expiry "time to refill to maximum" plus a grace). Expiry is lazy and unobservable for
+ *   greedy limits whose initial tokens are their capacity.
+ * - `clock`: 'millis' (default, `Date.now()`), 'nanos', or a function returning nanoseconds.
+ *
+ * @example
+ * const store = new BucketStore({ configuration: BucketConfiguration.builder()
+ *   .addLimit(l => l.capacity(100).refillGreedy(100, '1 minute')).build() });
+ * if (!store.tryConsume(request.ip, 1)) return tooManyRequests();
+ */
+export class BucketStore {
+  #raw;
+  #clock;
+  #supplier = null;
+
+  constructor({ configuration, maxKeys = 1_000_000, idleGrace = 0, version = 0, strategy = TokensInheritanceStrategy.RESET, clock } = {}) {
+    if (maxKeys !== Infinity && !Number.isSafeInteger(maxKeys)) {
+      throw invalidArgument(`maxKeys must be a whole number or Infinity, got ${String(maxKeys)}`);
+    }
+    this.#clock = clockOption(clock);
+    this.#raw = new raw.RawStore(maxKeys, idleGrace, this.#clock.unitIsMillis, this.#clock.originMillis);
+    this.configure({ configuration, version, strategy });
+  }
+
+  /**
+   * Sets the configuration (or supplier) and the version. Keys created under a lower version
+   * get the new configuration on their next access, tokens carried over by `strategy`.
+   */
+  configure({ configuration, version = 0, strategy = TokensInheritanceStrategy.RESET }) {
+    const supplied = typeof configuration === 'function';
+    if (!supplied && !(configuration instanceof BucketConfiguration)) {
+      throw invalidArgument('configuration must be a BucketConfiguration or a function (key) => BucketConfiguration');
+    }
+    if (typeof version !== 'number' || typeof strategy !== 'string') {
+      throw invalidArgument('version must be a number and strategy a TokensInheritanceStrategy');
+    }
+    this.#raw.configure(supplied ? undefined : rawConfiguration(configuration), version, strategy);
+    this.#supplier = supplied ? configuration : null;
+  }
+
+  /** Consumes `tokens` from `key`'s bucket if it has them; whether it did. */
+  tryConsume(key, tokens) {
+    let status = this.#raw.tryConsume(writeKey(key), tokensArg(tokens), this.#clock.now());
+    if (status > STATUS_TRUE) status = this.#retry(status, key, () => this.#raw.tryConsume(writeKey(key), tokensArg(tokens), this.#clock.now()));
+    return status === STATUS_TRUE;
+  }
+
+  /** As `Bucket.tryConsumeAndReturnRemaining`, on `key`'s bucket. */
+  tryConsumeAndReturnRemaining(key, tokens) {
+    const op = () => this.#raw.tryConsumeAndReturnRemaining(writeKey(key), tokensArg(tokens), this.#clock.now());
+    return consumptionProbe(this.#settle(op(), key, op));
+  }
+
+  /** As `Bucket.estimateAbilityToConsume`, on `key`'s bucket. */
+  estimateAbilityToConsume(key, tokens) {
+    const op = () => this.#raw.estimateAbilityToConsume(writeKey(key), tokensArg(tokens), this.#clock.now());
+    return estimationProbe(this.#settle(op(), key, op));
+  }
+
+  /** Tokens available in `key`'s bucket. */
+  getAvailableTokens(key) {
+    const op = () => this.#raw.getAvailableTokens(writeKey(key), this.#clock.now());
+    this.#settle(op(), key, op);
+    return result(0);
+  }
+
+  /** Whether `key` is held. */
+  has(key) {
+    return this.#raw.has(writeKey(key));
+  }
+
+  /** Drops `key`; whether it was held. */
+  delete(key) {
+    return this.#raw.remove(writeKey(key));
+  }
+
+  /** Drops every expired key now; how many. */
+  removeExpired() {
+    return this.#raw.removeExpired(this.#clock.now());
+  }
+
+  /** Drops every key. */
+  clear() {
+    this.#raw.clear();
+  }
+
+  /** Keys held (expired keys not yet dropped included). */
+  get size() {
+    return this.#raw.size;
+  }
+
+  /** Frees the store's wasm memory now instead of at garbage collection; the store is then unusable. */
+  free() {
+    this.#raw.free();
+  }
+
+  #settle(status, key, again) {
+    return status > STATUS_TRUE ? this.#retry(status, key, again) === STATUS_TRUE : status === STATUS_TRUE;
+  }
+
+  // Cold path: an error, or a key that needs its configuration from the supplier.
+  #retry(status, key, again) {
+    if (status === STATUS_NEEDS_CONFIGURATION) {
+      this.#supply(key);
+      status = again();
+    }
+    if (status > STATUS_TRUE) fail();
+    return status;
+  }
+
+  #supply(key) {
+    const configuration = this.#supplier(key);
+    this.#raw.supply(writeKey(key), rawConfiguration(configuration), this.#clock.now());
+  }
+}

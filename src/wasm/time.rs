@@ -1,0 +1,78 @@
+//! Time across the boundary, and durations through the core's parser.
+//!
+//! JS reads its clock and passes the time as one `f64` per call, in the unit of the bucket's
+//! [`Clock`]: exact for integer milliseconds (`Date.now()`, the default) and for integer
+//! nanoseconds up to 2^53 (a manual clock); fractional milliseconds (the nanosecond-precision
+//! clock passes `performance.now()`, small and precise, added to an origin) are rounded to the
+//! nearest nanosecond; nanoseconds beyond 2^53 come as a BigInt through the exchange area.
+
+use wasm_bindgen::prelude::*;
+
+use super::errors::BindingError;
+use super::exchange::{self, ARG_TIME};
+use crate::{DurationSpec, Error};
+
+const NANOS_PER_MILLI: i64 = 1_000_000;
+
+/// How a bucket's `f64` times become nanoseconds: `origin + value × unit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    nanos_per_unit: i64,
+    origin_nanos: i64,
+}
+
+impl Clock {
+    /// Milliseconds (`unit_is_millis`) or nanoseconds, after `origin_millis` (a time in
+    /// milliseconds, possibly fractional: `performance.timeOrigin`).
+    pub fn new(unit_is_millis: bool, origin_millis: f64) -> Result<Self, BindingError> {
+        let millis = Clock { nanos_per_unit: NANOS_PER_MILLI, origin_nanos: 0 };
+        let origin_nanos = millis.nanos(origin_millis)?;
+        Ok(Clock { nanos_per_unit: if unit_is_millis { NANOS_PER_MILLI } else { 1 }, origin_nanos })
+    }
+
+    /// `value` in nanoseconds; see the module docs.
+    #[inline]
+    pub fn nanos(&self, value: f64) -> Result<i64, BindingError> {
+        let units =
+            if value.fract() == 0.0 && value.abs() <= 9_007_199_254_740_991.0 { Some(value as i64) } else { None };
+        let nanos = match units {
+            Some(units) => units.checked_mul(self.nanos_per_unit),
+            None if value.is_nan() => exchange::take_big(ARG_TIME),
+            None if self.nanos_per_unit == NANOS_PER_MILLI && value.is_finite() => fractional_millis(value),
+            None => None,
+        };
+        nanos.and_then(|n| n.checked_add(self.origin_nanos)).ok_or_else(|| {
+            BindingError::InvalidArgument(format!(
+                "the clock gave {value}: expected whole nanoseconds up to 2^53 (a BigInt beyond), or milliseconds"
+            ))
+        })
+    }
+}
+
+/// Fractional milliseconds to the nearest nanosecond, without the f64 rounding of `ms × 10^6`.
+fn fractional_millis(value: f64) -> Option<i64> {
+    let whole = value.floor();
+    if whole.abs() > 9.2e12 {
+        return None; // beyond year 2262 in nanoseconds
+    }
+    let fraction = ((value - whole) * NANOS_PER_MILLI as f64).round() as i64;
+    (whole as i64).checked_mul(NANOS_PER_MILLI)?.checked_add(fraction)
+}
+
+/// A duration in the configuration schema's forms (milliseconds, `"250ms"`, `{ seconds: 1 }`),
+/// read by the core's parser, as nanoseconds.
+pub fn duration_nanos(value: JsValue) -> Result<i64, BindingError> {
+    let shown = || value.as_string().unwrap_or_else(|| format!("{value:?}"));
+    let spec: DurationSpec = serde_wasm_bindgen::from_value(value.clone())
+        .map_err(|e| Error::InvalidDuration { input: shown(), reason: e.to_string() })?;
+    let nanos = spec.to_nanos()?;
+    i64::try_from(nanos)
+        .map_err(|_| Error::InvalidDuration { input: shown(), reason: "longer than 2^63 ns (292 years)".into() }.into())
+}
+
+/// [`duration_nanos`] for JS: leaves the nanoseconds in slot 0 of the exchange.
+#[wasm_bindgen(js_name = durationNanos)]
+pub fn duration_nanos_js(value: JsValue) -> Result<(), JsValue> {
+    exchange::put_nanos(0, duration_nanos(value)?);
+    Ok(())
+}
