@@ -41,6 +41,9 @@ pub mod core;
 /// The wasm-bindgen bindings behind the npm package (feature `wasm`).
 #[cfg(feature = "wasm")]
 pub mod wasm;
+/// The Cloudflare Worker: buckets in Durable Objects, a rate-limit service and a gateway.
+#[cfg(feature = "worker")]
+pub mod worker;
 
 pub use crate::core::bandwidth::{Bandwidth, BandwidthBuilder, Refill, RefillKind};
 pub use crate::core::bucket::{Bucket, BucketBuilder};

@@ -1,0 +1,366 @@
+//! The JSON service API under `/v1`: which endpoint a request is, and what its body means.
+//!
+//! | endpoint | role | body |
+//! |---|---|---|
+//! | `POST /v1/buckets/{key}/consume` | service | `{"policy", "tokens"?: 1, "mode"?: "try" \| "estimate" \| "ignore-limits"}` |
+//! | `POST /v1/buckets/{key}/reserve` | service | `{"policy", "tokens"?: 1, "maxWait": "2s"}` |
+//! | `GET /v1/buckets/{key}` | admin | |
+//! | `PUT /v1/buckets/{key}/configuration` | admin | `{"policy", "strategy"?: "AS_IS" \| …}` |
+//! | `POST /v1/buckets/{key}/reset` | admin | |
+//! | `DELETE /v1/buckets/{key}` | admin | |
+//! | `GET /v1/policies` | admin | |
+//! | `GET /v1/metrics` | admin | |
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::auth::Role;
+use super::errors::ApiError;
+use super::keys;
+use super::protocol::{round_up, BandwidthView, Command, Mode, Outcome, MILLISECOND};
+use crate::{DurationSpec, TokensInheritanceStrategy};
+
+/// The path prefix of the service API; everything else belongs to the gateway.
+pub const PREFIX: &str = "/v1";
+
+/// Largest request body, in bytes.
+pub const MAX_BODY_BYTES: usize = 16 * 1024;
+
+/// A service API endpoint, with the bucket key where it has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `POST /v1/buckets/{key}/consume`
+    Consume(String),
+    /// `POST /v1/buckets/{key}/reserve`
+    Reserve(String),
+    /// `GET /v1/buckets/{key}`
+    Inspect(String),
+    /// `PUT /v1/buckets/{key}/configuration`
+    Replace(String),
+    /// `POST /v1/buckets/{key}/reset`
+    Reset(String),
+    /// `DELETE /v1/buckets/{key}`
+    Delete(String),
+    /// `GET /v1/policies`
+    Policies,
+    /// `GET /v1/metrics`
+    Metrics,
+}
+
+impl Endpoint {
+    /// Who may call it.
+    pub fn role(&self) -> Role {
+        match self {
+            Endpoint::Consume(_) | Endpoint::Reserve(_) => Role::Service,
+            _ => Role::Admin,
+        }
+    }
+}
+
+/// The endpoint for `method` and `path`, `None` when the path is not under [`PREFIX`].
+///
+/// # Errors
+/// 404 `NOT_FOUND`, 405 `METHOD_NOT_ALLOWED` (the message lists the allowed methods),
+/// 400 `INVALID_KEY`.
+pub fn endpoint(method: &str, path: &str) -> Result<Option<Endpoint>, ApiError> {
+    let Some(rest) = path.strip_prefix(PREFIX).filter(|r| r.is_empty() || r.starts_with('/')) else {
+        return Ok(None);
+    };
+    let parts: Vec<&str> = rest.split('/').skip(1).collect();
+    let (allowed, make): (&[&str], fn(String) -> Endpoint) = match parts.as_slice() {
+        ["policies"] => (&["GET"], |_| Endpoint::Policies),
+        ["metrics"] => (&["GET"], |_| Endpoint::Metrics),
+        ["buckets", _] => match method {
+            "DELETE" => (&["GET", "DELETE"], Endpoint::Delete),
+            _ => (&["GET", "DELETE"], Endpoint::Inspect),
+        },
+        ["buckets", _, "consume"] => (&["POST"], Endpoint::Consume),
+        ["buckets", _, "reserve"] => (&["POST"], Endpoint::Reserve),
+        ["buckets", _, "configuration"] => (&["PUT"], Endpoint::Replace),
+        ["buckets", _, "reset"] => (&["POST"], Endpoint::Reset),
+        _ => return Err(ApiError::not_found(path)),
+    };
+    if !allowed.contains(&method) {
+        return Err(method_not_allowed(allowed));
+    }
+    let key = match parts.get(1) {
+        Some(segment) if parts[0] == "buckets" => keys::check(&keys::decode(segment)?)?,
+        _ => String::new(),
+    };
+    Ok(Some(make(key)))
+}
+
+/// 405 whose message lists the allowed methods (the `Allow` header repeats them).
+pub fn method_not_allowed(allowed: &[&str]) -> ApiError {
+    ApiError::new(405, "METHOD_NOT_ALLOWED", format!("allowed: {}", allowed.join(", ")))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ConsumeBody {
+    policy: String,
+    tokens: Option<Value>,
+    #[serde(default)]
+    mode: Mode,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReserveBody {
+    policy: String,
+    tokens: Option<Value>,
+    max_wait: DurationSpec,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReplaceBody {
+    policy: String,
+    strategy: Option<TokensInheritanceStrategy>,
+}
+
+/// The command an endpoint's body asks for. Bodies of endpoints without one are ignored.
+///
+/// # Errors
+/// 400: `INVALID_JSON`, `INVALID_REQUEST` (shape), `INVALID_TOKENS` (not a whole number in the
+/// 64-bit range), the core's `NON_POSITIVE_TOKENS`, `NON_POSITIVE_MAX_WAIT`, `INVALID_DURATION`.
+pub fn command(endpoint: &Endpoint, body: &[u8]) -> Result<Command, ApiError> {
+    Ok(match endpoint {
+        Endpoint::Consume(_) => {
+            let b: ConsumeBody = parse(body)?;
+            Command::Consume { policy: b.policy, tokens: tokens(b.tokens)?, mode: b.mode }
+        }
+        Endpoint::Reserve(_) => {
+            let b: ReserveBody = parse(body)?;
+            Command::Reserve { policy: b.policy, tokens: tokens(b.tokens)?, max_wait_nanos: max_wait(&b.max_wait)? }
+        }
+        Endpoint::Replace(_) => {
+            let b: ReplaceBody = parse(body)?;
+            Command::Replace { policy: b.policy, strategy: b.strategy }
+        }
+        Endpoint::Inspect(_) => Command::Inspect,
+        Endpoint::Reset(_) => Command::Reset,
+        Endpoint::Delete(_) => Command::Delete,
+        Endpoint::Policies | Endpoint::Metrics => return Err(ApiError::internal("not a bucket endpoint")),
+    })
+}
+
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request("INVALID_JSON", format!("the body is not JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(ApiError::bad_request("INVALID_JSON", "the body must be a JSON object"));
+    }
+    serde_json::from_value(value).map_err(|e| ApiError::bad_request("INVALID_REQUEST", e.to_string()))
+}
+
+fn tokens(value: Option<Value>) -> Result<i64, ApiError> {
+    let Some(value) = value else { return Ok(1) };
+    match value.as_i64() {
+        Some(tokens) if tokens <= 0 => Err(crate::Error::NonPositiveTokens { tokens }.into()),
+        Some(tokens) => Ok(tokens),
+        None => Err(ApiError::bad_request(
+            "INVALID_TOKENS",
+            format!("tokens must be a whole number from 1 to {}, got {value}", i64::MAX),
+        )),
+    }
+}
+
+fn max_wait(spec: &DurationSpec) -> Result<i64, ApiError> {
+    let nanos = spec.to_nanos()?;
+    if nanos <= 0 {
+        return Err(crate::Error::NonPositiveMaxWait { nanos: 0 }.into());
+    }
+    i64::try_from(nanos).map_err(|_| {
+        ApiError::bad_request("INVALID_DURATION", format!("maxWait is at most {} ns (about 292 years)", i64::MAX))
+    })
+}
+
+/// A decision as the API answers it. Nanoseconds become milliseconds rounded up (never early),
+/// `null` for never.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionBody<'a> {
+    /// Consumed, could be consumed, or reserved.
+    pub allowed: bool,
+    /// The bucket key.
+    pub key: &'a str,
+    /// The bucket's policy and version.
+    pub policy: &'a str,
+    /// The policy version.
+    pub version: u64,
+    /// Tokens available on every bandwidth now, never negative.
+    pub remaining: i64,
+    /// When not allowed, until it could be; when reserved, how long to wait first.
+    pub wait_ms: Option<i64>,
+    /// The decision time on the deciding clock, epoch milliseconds.
+    pub at: i64,
+    /// Each bandwidth after the decision.
+    pub bandwidths: Vec<BandwidthBody<'a>>,
+    /// `local` when the in-isolate fallback decided, `open` when failing open.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<&'static str>,
+    /// True when shadow mode admitted a request the bucket rejected.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shadow_rejected: bool,
+}
+
+/// One bandwidth in a [`DecisionBody`].
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BandwidthBody<'a> {
+    /// Its header item name.
+    pub name: &'a str,
+    /// Capacity.
+    pub capacity: i64,
+    /// Seconds to refill from empty.
+    pub window_seconds: i64,
+    /// Whole tokens available (negative in debt).
+    pub available: i64,
+    /// Until it holds the request's tokens again.
+    pub wait_ms: Option<i64>,
+    /// Until it is full.
+    pub full_ms: Option<i64>,
+}
+
+impl<'a> DecisionBody<'a> {
+    /// The body for `outcome` on `key`.
+    pub fn new(key: &'a str, outcome: &'a Outcome) -> Self {
+        DecisionBody {
+            allowed: outcome.allowed,
+            key,
+            policy: &outcome.policy,
+            version: outcome.version,
+            remaining: outcome.remaining(),
+            wait_ms: millis_up(outcome.wait_nanos),
+            at: outcome.at_millis,
+            bandwidths: outcome.bandwidths.iter().map(BandwidthBody::new).collect(),
+            fallback: None,
+            shadow_rejected: false,
+        }
+    }
+}
+
+impl<'a> BandwidthBody<'a> {
+    fn new(b: &'a BandwidthView) -> Self {
+        BandwidthBody {
+            name: &b.name,
+            capacity: b.capacity,
+            window_seconds: b.window_seconds,
+            available: b.available,
+            wait_ms: millis_up(b.wait_nanos),
+            full_ms: millis_up(b.full_nanos),
+        }
+    }
+}
+
+fn millis_up(nanos: i64) -> Option<i64> {
+    round_up(nanos, MILLISECOND)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::INFINITY_DURATION;
+
+    #[test]
+    fn endpoints_and_roles() {
+        let e = |m, p| endpoint(m, p).unwrap().unwrap();
+        assert_eq!(e("POST", "/v1/buckets/user%2F1/consume"), Endpoint::Consume("user/1".into()));
+        assert_eq!(e("POST", "/v1/buckets/u/reserve"), Endpoint::Reserve("u".into()));
+        assert_eq!(e("GET", "/v1/buckets/u"), Endpoint::Inspect("u".into()));
+        assert_eq!(e("DELETE", "/v1/buckets/u"), Endpoint::Delete("u".into()));
+        assert_eq!(e("PUT", "/v1/buckets/u/configuration"), Endpoint::Replace("u".into()));
+        assert_eq!(e("POST", "/v1/buckets/u/reset"), Endpoint::Reset("u".into()));
+        assert_eq!(e("GET", "/v1/metrics"), Endpoint::Metrics);
+        assert_eq!(e("GET", "/v1/policies").role(), Role::Admin);
+        assert_eq!(e("POST", "/v1/buckets/u/consume").role(), Role::Service);
+        assert_eq!(endpoint("GET", "/v1x/buckets"), Ok(None));
+        assert_eq!(endpoint("GET", "/elsewhere"), Ok(None));
+    }
+
+    #[test]
+    fn endpoint_errors() {
+        let err = |m, p| endpoint(m, p).unwrap_err();
+        assert_eq!(err("GET", "/v1/buckets/u/consume").code, "METHOD_NOT_ALLOWED");
+        assert_eq!(err("GET", "/v1/buckets/u/consume").message, "allowed: POST");
+        assert_eq!(err("PATCH", "/v1/buckets/u").status, 405);
+        assert_eq!(err("GET", "/v1/nothing").status, 404);
+        assert_eq!(err("GET", "/v1").status, 404);
+        assert_eq!(err("POST", "/v1/buckets//consume").code, "INVALID_KEY");
+        assert_eq!(err("POST", &format!("/v1/buckets/{}/consume", "k".repeat(257))).code, "INVALID_KEY");
+    }
+
+    #[test]
+    fn consume_bodies() {
+        let consume = Endpoint::Consume("k".into());
+        let c = |body: &str| command(&consume, body.as_bytes());
+        assert_eq!(
+            c(r#"{"policy":"p"}"#).unwrap(),
+            Command::Consume { policy: "p".into(), tokens: 1, mode: Mode::Try }
+        );
+        assert_eq!(
+            c(r#"{"policy":"p","tokens":3,"mode":"estimate"}"#).unwrap(),
+            Command::Consume { policy: "p".into(), tokens: 3, mode: Mode::Estimate }
+        );
+        let code = |body: &str| c(body).unwrap_err().code;
+        assert_eq!(code("{"), "INVALID_JSON");
+        assert_eq!(code("[1]"), "INVALID_JSON");
+        assert_eq!(code(r#"{"tokens":1}"#), "INVALID_REQUEST");
+        assert_eq!(code(r#"{"policy":"p","extra":1}"#), "INVALID_REQUEST");
+        assert_eq!(code(r#"{"policy":"p","mode":"maybe"}"#), "INVALID_REQUEST");
+        assert_eq!(code(r#"{"policy":"p","tokens":0}"#), "NON_POSITIVE_TOKENS");
+        assert_eq!(code(r#"{"policy":"p","tokens":-3}"#), "NON_POSITIVE_TOKENS");
+        assert_eq!(code(r#"{"policy":"p","tokens":1.5}"#), "INVALID_TOKENS");
+        assert_eq!(code(r#"{"policy":"p","tokens":1e30}"#), "INVALID_TOKENS");
+        assert_eq!(code(r#"{"policy":"p","tokens":9223372036854775808}"#), "INVALID_TOKENS");
+        assert_eq!(code(r#"{"policy":"p","tokens":"1"}"#), "INVALID_TOKENS");
+    }
+
+    #[test]
+    fn reserve_and_replace_bodies() {
+        let reserve = Endpoint::Reserve("k".into());
+        let r = |body: &str| command(&reserve, body.as_bytes());
+        assert_eq!(
+            r(r#"{"policy":"p","maxWait":"2s"}"#).unwrap(),
+            Command::Reserve { policy: "p".into(), tokens: 1, max_wait_nanos: 2_000_000_000 }
+        );
+        assert_eq!(r(r#"{"policy":"p","maxWait":0}"#).unwrap_err().code, "NON_POSITIVE_MAX_WAIT");
+        assert_eq!(r(r#"{"policy":"p","maxWait":"soon"}"#).unwrap_err().code, "INVALID_DURATION");
+        assert_eq!(r(r#"{"policy":"p","maxWait":"300 years"}"#).unwrap_err().code, "INVALID_DURATION");
+        assert_eq!(r(r#"{"policy":"p"}"#).unwrap_err().code, "INVALID_REQUEST");
+        let replace = Endpoint::Replace("k".into());
+        assert_eq!(
+            command(&replace, br#"{"policy":"p","strategy":"RESET"}"#).unwrap(),
+            Command::Replace { policy: "p".into(), strategy: Some(TokensInheritanceStrategy::Reset) }
+        );
+        assert_eq!(command(&replace, br#"{"policy":"p","strategy":"ALL"}"#).unwrap_err().code, "INVALID_REQUEST");
+        assert_eq!(command(&Endpoint::Reset("k".into()), b"ignored").unwrap(), Command::Reset);
+    }
+
+    #[test]
+    fn decision_bodies_round_waits_up() {
+        let outcome = Outcome {
+            policy: "p".into(),
+            version: 2,
+            at_millis: 7,
+            allowed: false,
+            wait_nanos: 1_000_001,
+            bandwidths: vec![BandwidthView {
+                name: "b".into(),
+                capacity: 5,
+                window_seconds: 1,
+                available: -1,
+                wait_nanos: INFINITY_DURATION,
+                full_nanos: 0,
+            }],
+        };
+        let json = serde_json::to_value(DecisionBody::new("k", &outcome)).unwrap();
+        assert_eq!(json["waitMs"], 2);
+        assert_eq!(json["remaining"], 0);
+        assert_eq!(json["bandwidths"][0]["waitMs"], Value::Null);
+        assert_eq!(json["bandwidths"][0]["available"], -1);
+        assert!(json.get("fallback").is_none() && json.get("shadowRejected").is_none());
+    }
+}

@@ -1,0 +1,90 @@
+//! Who may call what: `Authorization: Bearer <token>` against the secrets `ADMIN_TOKEN` (admin
+//! endpoints and metrics) and `API_KEY` (service endpoints, open when it is not set; the admin
+//! token works there too). Checked before anything else, so a refused call changes nothing.
+
+use super::errors::ApiError;
+
+/// What an endpoint needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Consume and reserve.
+    Service,
+    /// Inspect, replace, reset, delete, policies, metrics.
+    Admin,
+}
+
+/// The configured secrets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Secrets {
+    /// `ADMIN_TOKEN`; without it the admin endpoints are disabled.
+    pub admin_token: Option<String>,
+    /// `API_KEY`; without it the service endpoints are open.
+    pub api_key: Option<String>,
+}
+
+impl Secrets {
+    /// Whether `authorization` (the header's value) grants `role`.
+    ///
+    /// # Errors
+    /// 401 `UNAUTHORIZED` without a bearer token, 403 `FORBIDDEN` with a wrong one, 403
+    /// `ADMIN_DISABLED` for admin endpoints when no `ADMIN_TOKEN` is set.
+    pub fn check(&self, role: Role, authorization: Option<&str>) -> Result<(), ApiError> {
+        let accepted: Vec<&str> = match role {
+            Role::Service if self.api_key.is_none() => return Ok(()),
+            Role::Service => [&self.api_key, &self.admin_token].into_iter().flatten().map(String::as_str).collect(),
+            Role::Admin => match &self.admin_token {
+                Some(token) => vec![token.as_str()],
+                None => {
+                    return Err(ApiError::new(
+                        403,
+                        "ADMIN_DISABLED",
+                        "set the ADMIN_TOKEN secret to use admin endpoints",
+                    ))
+                }
+            },
+        };
+        let Some(token) = authorization.and_then(|h| h.strip_prefix("Bearer ")) else {
+            return Err(ApiError::new(401, "UNAUTHORIZED", "send Authorization: Bearer <token>"));
+        };
+        if accepted.iter().any(|secret| constant_time_eq(secret.as_bytes(), token.as_bytes())) {
+            Ok(())
+        } else {
+            Err(ApiError::new(403, "FORBIDDEN", "the token does not grant this endpoint"))
+        }
+    }
+}
+
+/// Compares without stopping at the first difference, so timing does not reveal a prefix.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secrets(admin: Option<&str>, api: Option<&str>) -> Secrets {
+        Secrets { admin_token: admin.map(Into::into), api_key: api.map(Into::into) }
+    }
+
+    #[test]
+    fn admin_needs_the_admin_token() {
+        let s = secrets(Some("root"), Some("svc"));
+        assert_eq!(s.check(Role::Admin, Some("Bearer root")), Ok(()));
+        assert_eq!(s.check(Role::Admin, None).unwrap_err().status, 401);
+        assert_eq!(s.check(Role::Admin, Some("root")).unwrap_err().code, "UNAUTHORIZED");
+        assert_eq!(s.check(Role::Admin, Some("Bearer svc")).unwrap_err().code, "FORBIDDEN");
+        assert_eq!(s.check(Role::Admin, Some("Bearer roo")).unwrap_err().status, 403);
+        assert_eq!(secrets(None, None).check(Role::Admin, Some("Bearer x")).unwrap_err().code, "ADMIN_DISABLED");
+    }
+
+    #[test]
+    fn service_is_open_without_an_api_key_and_takes_either_token_with_one() {
+        assert_eq!(secrets(Some("root"), None).check(Role::Service, None), Ok(()));
+        let s = secrets(Some("root"), Some("svc"));
+        assert_eq!(s.check(Role::Service, Some("Bearer svc")), Ok(()));
+        assert_eq!(s.check(Role::Service, Some("Bearer root")), Ok(()));
+        assert_eq!(s.check(Role::Service, None).unwrap_err().status, 401);
+        assert_eq!(s.check(Role::Service, Some("Bearer nope")).unwrap_err().status, 403);
+    }
+}

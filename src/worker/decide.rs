@@ -1,0 +1,378 @@
+//! What a command does to a bucket at a given time: the one piece of decision logic, shared by
+//! the Durable Object and the in-isolate fallback buckets. Pure: no storage, no clock.
+
+use super::errors::ApiError;
+use super::policy::{Policies, Policy};
+use super::protocol::{BandwidthView, Command, Mode, Outcome};
+use crate::{codec, TokenBucket, INFINITY_DURATION};
+
+const NANOS_PER_SECOND: u128 = 1_000_000_000;
+
+/// A stored bucket: the bucket, and the policy and version its configuration came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// The bucket.
+    pub bucket: TokenBucket,
+    /// Its policy's name.
+    pub policy: String,
+    /// The policy version of its configuration.
+    pub version: u64,
+}
+
+/// A decision and whether it changed the stored state (and so must be written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effect {
+    /// What to answer.
+    pub outcome: Outcome,
+    /// Whether the bucket must be written: created, replaced or tokens moved.
+    pub changed: bool,
+}
+
+impl Held {
+    /// A new bucket under `policy`, created at `now`.
+    pub fn new(policy: &Policy, now: i64) -> Self {
+        Held {
+            bucket: TokenBucket::new(policy.configuration.clone(), now),
+            policy: policy.name.clone(),
+            version: policy.version,
+        }
+    }
+
+    /// The stored form: the core codec with the version; the policy name is stored beside it.
+    pub fn encode(&self) -> Vec<u8> {
+        codec::encode(&self.bucket, Some(self.version))
+    }
+
+    /// Reads what [`Held::encode`] wrote.
+    ///
+    /// # Errors
+    /// The codec's error for bytes that are not a bucket.
+    pub fn decode(policy: String, bytes: &[u8]) -> crate::Result<Self> {
+        let decoded = codec::decode(bytes)?;
+        Ok(Held { bucket: decoded.bucket, policy, version: decoded.configuration_version.unwrap_or(0) })
+    }
+}
+
+/// Applies `command` (not `Delete`, which is the store's business) at `now` nanoseconds.
+///
+/// Consume and reserve create a missing bucket, and replace its configuration when the policy's
+/// version has risen (implicit replacement). On error nothing has changed.
+///
+/// # Errors
+/// 400 for bad arguments (core codes, `UNKNOWN_POLICY`, `TOKENS_EXCEED_CAPACITY`), 404
+/// `BUCKET_NOT_FOUND`, 409 `POLICY_MISMATCH`.
+pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, now: i64) -> Result<Effect, ApiError> {
+    let (allowed, wait, changed) = match command {
+        Command::Consume { policy, tokens, mode } => {
+            under_policy(held, lookup(policies, policy)?, now, |bucket| consume(bucket, *tokens, *mode, now))?
+        }
+        Command::Reserve { policy, tokens, max_wait_nanos } => {
+            under_policy(held, lookup(policies, policy)?, now, |bucket| {
+                match bucket.reserve(*tokens, *max_wait_nanos, now)? {
+                    Some(wait) => Ok((true, wait, true)),
+                    None => Ok((false, overall_wait(bucket, *tokens, now)?, false)),
+                }
+            })?
+        }
+        Command::Inspect => {
+            existing(held)?;
+            (true, 0, false)
+        }
+        Command::Replace { policy, strategy } => {
+            replace(held, lookup(policies, policy)?, *strategy, now)?;
+            (true, 0, true)
+        }
+        Command::Reset => {
+            existing(held)?.bucket.reset(now);
+            (true, 0, true)
+        }
+        Command::Delete => return Err(ApiError::internal("delete is handled by the store")),
+    };
+    let held = held.as_ref().expect("every command that succeeds leaves a bucket");
+    Ok(Effect { outcome: outcome(held, command.cost(), allowed, wait, now)?, changed })
+}
+
+/// Runs `operation` on the bucket under `policy` (created or replaced first if need be) and
+/// returns (allowed, wait, changed). If the operation fails, a creation or replacement is undone.
+fn under_policy(
+    held: &mut Option<Held>,
+    policy: &Policy,
+    now: i64,
+    operation: impl FnOnce(&mut TokenBucket) -> Result<(bool, i64, bool), ApiError>,
+) -> Result<(bool, i64, bool), ApiError> {
+    let undo = prepare(held, policy, now)?;
+    match operation(&mut held.as_mut().expect("prepared").bucket) {
+        Ok((allowed, wait, moved)) => Ok((allowed, wait, moved || undo.is_some())),
+        Err(error) => {
+            if let Some(before) = undo {
+                *held = before;
+            }
+            Err(error)
+        }
+    }
+}
+
+fn replace(
+    held: &mut Option<Held>,
+    policy: &Policy,
+    strategy: Option<crate::TokensInheritanceStrategy>,
+    now: i64,
+) -> Result<(), ApiError> {
+    let Some(h) = held else {
+        *held = Some(Held::new(policy, now));
+        return Ok(());
+    };
+    h.bucket.replace_configuration(policy.configuration.clone(), strategy.unwrap_or(policy.strategy), now)?;
+    (h.policy, h.version) = (policy.name.clone(), policy.version);
+    Ok(())
+}
+
+/// What a fresh bucket under `policy` looks like: the limits without any state, for answers
+/// that have no bucket behind them (failing open).
+pub fn describe(policy: &Policy, now: i64) -> Outcome {
+    outcome(&Held::new(policy, now), 1, true, 0, now).expect("a cost of 1 is valid")
+}
+
+fn lookup<'a>(policies: &'a Policies, name: &str) -> Result<&'a Policy, ApiError> {
+    policies.get(name).ok_or_else(|| ApiError::bad_request("UNKNOWN_POLICY", format!("no policy named {name:?}")))
+}
+
+fn existing(held: &mut Option<Held>) -> Result<&mut Held, ApiError> {
+    held.as_mut().ok_or_else(|| ApiError::new(404, "BUCKET_NOT_FOUND", "no bucket under this key"))
+}
+
+/// Creates the bucket, or replaces its configuration if the policy's version rose. Returns the
+/// state before when it did either (to undo), `None` when the bucket was left as it was. A lower
+/// version leaves the bucket alone: an older deployment may still be running.
+#[allow(clippy::option_option)] // None: unchanged; Some(None): created; Some(Some(_)): replaced
+fn prepare(held: &mut Option<Held>, policy: &Policy, now: i64) -> Result<Option<Option<Held>>, ApiError> {
+    let Some(h) = held else {
+        *held = Some(Held::new(policy, now));
+        return Ok(Some(None));
+    };
+    if h.policy != policy.name {
+        return Err(ApiError::new(
+            409,
+            "POLICY_MISMATCH",
+            format!(
+                "this bucket is under policy {:?}, not {:?} (an admin can move it with PUT .../configuration)",
+                h.policy, policy.name
+            ),
+        ));
+    }
+    if policy.version <= h.version {
+        return Ok(None);
+    }
+    let before = h.clone();
+    h.bucket.replace_configuration(policy.configuration.clone(), policy.strategy, now)?;
+    h.version = policy.version;
+    Ok(Some(Some(before)))
+}
+
+/// Returns (allowed, wait, tokens moved).
+fn consume(bucket: &mut TokenBucket, tokens: i64, mode: Mode, now: i64) -> Result<(bool, i64, bool), ApiError> {
+    if mode != Mode::IgnoreLimits {
+        check_within_capacity(bucket, tokens)?;
+    }
+    Ok(match mode {
+        Mode::Try => {
+            let probe = bucket.try_consume_and_return_remaining(tokens, now)?;
+            (probe.consumed, probe.nanos_to_wait_for_refill, probe.consumed)
+        }
+        Mode::Estimate => {
+            let probe = bucket.estimate_ability_to_consume(tokens, now)?;
+            (probe.can_be_consumed, probe.nanos_to_wait_for_refill, false)
+        }
+        Mode::IgnoreLimits => (true, bucket.consume_ignoring_rate_limits(tokens, now)?, true),
+    })
+}
+
+/// A request no bandwidth could ever grant is bad input, not a rejection with an endless wait.
+fn check_within_capacity(bucket: &TokenBucket, tokens: i64) -> Result<(), ApiError> {
+    let smallest = bucket.configuration().bandwidths().iter().map(|b| b.capacity()).min().unwrap_or(0);
+    if tokens > smallest {
+        return Err(ApiError::bad_request(
+            "TOKENS_EXCEED_CAPACITY",
+            format!("{tokens} tokens can never be granted: the smallest capacity is {smallest}"),
+        ));
+    }
+    Ok(())
+}
+
+fn overall_wait(bucket: &TokenBucket, tokens: i64, now: i64) -> Result<i64, ApiError> {
+    Ok(bucket.nanos_until_per_bandwidth(tokens, now)?.into_iter().max().unwrap_or(0))
+}
+
+fn outcome(held: &Held, cost: i64, allowed: bool, wait_nanos: i64, now: i64) -> Result<Outcome, ApiError> {
+    let diagnostics = held.bucket.diagnostics(now);
+    let waits = held.bucket.nanos_until_per_bandwidth(cost, now)?;
+    let count = diagnostics.bandwidths.len();
+    let bandwidths = held
+        .bucket
+        .configuration()
+        .bandwidths()
+        .iter()
+        .zip(diagnostics.bandwidths)
+        .zip(waits)
+        .enumerate()
+        .map(|(i, ((bandwidth, d), wait_nanos))| BandwidthView {
+            name: item_name(&held.policy, bandwidth.id(), i, count),
+            capacity: d.capacity,
+            window_seconds: window_seconds(bandwidth),
+            available: d.available_tokens,
+            wait_nanos,
+            full_nanos: d.nanos_to_full_refill,
+        })
+        .collect();
+    Ok(Outcome {
+        policy: held.policy.clone(),
+        version: held.version,
+        at_millis: now.div_euclid(1_000_000),
+        allowed,
+        wait_nanos,
+        bandwidths,
+    })
+}
+
+fn item_name(policy: &str, id: Option<&str>, index: usize, count: usize) -> String {
+    match (id, count) {
+        (Some(id), _) => id.to_owned(),
+        (None, 1) => policy.to_owned(),
+        (None, _) => format!("{policy}-{}", index + 1),
+    }
+}
+
+/// Seconds to refill from empty to capacity, rounded up, at least 1 (the draft requires w > 0).
+fn window_seconds(bandwidth: &crate::Bandwidth) -> i64 {
+    let refill = bandwidth.refill();
+    // All three are positive: unsigned arithmetic, and the product fits in 126 bits.
+    let nanos = (bandwidth.capacity() as u128 * refill.period_nanos() as u128).div_ceil(refill.tokens() as u128);
+    nanos.div_ceil(NANOS_PER_SECOND).clamp(1, INFINITY_DURATION as u128) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: i64 = 1_000_000;
+    const T0: i64 = 1_800_000_000_000 * MS; // some epoch time in nanoseconds
+
+    fn policies(version: u64, capacity: i64) -> Policies {
+        Policies::parse(&format!(
+            r#"{{"api": {{"version": {version}, "bandwidths": [
+                  {{"id": "burst", "capacity": {capacity}, "refill": {{"kind": "greedy", "tokens": 10, "period": "1s"}}}},
+                  {{"capacity": 100, "refill": {{"kind": "intervally", "tokens": 100, "period": "1h"}}}}]}},
+                "other": {{"bandwidths": [{{"capacity": 1, "refill": {{"kind": "greedy", "tokens": 1, "period": "1s"}}}}]}}}}"#
+        ))
+        .unwrap()
+    }
+
+    fn consume(tokens: i64, mode: Mode) -> Command {
+        Command::Consume { policy: "api".into(), tokens, mode }
+    }
+
+    #[test]
+    fn first_consume_creates_and_writes_then_rejections_write_nothing() {
+        let p = policies(1, 5);
+        let mut held = None;
+        let first = apply(&mut held, &consume(5, Mode::Try), &p, T0).unwrap();
+        assert!(first.changed && first.outcome.allowed);
+        assert_eq!(first.outcome.remaining(), 0);
+        assert_eq!(first.outcome.at_millis, T0 / MS);
+        let rejected = apply(&mut held, &consume(2, Mode::Try), &p, T0 + 50 * MS).unwrap();
+        assert!(!rejected.changed && !rejected.outcome.allowed);
+        assert_eq!(rejected.outcome.wait_nanos, 150 * MS, "half a token earned, one and a half to go");
+        assert_eq!(rejected.outcome.violated(), ["burst"]);
+        let names: Vec<_> = rejected.outcome.bandwidths.iter().map(|b| (b.name.as_str(), b.window_seconds)).collect();
+        assert_eq!(names, [("burst", 1), ("api-2", 3600)]);
+    }
+
+    #[test]
+    fn estimate_changes_nothing_and_ignore_limits_goes_into_debt() {
+        let p = policies(1, 5);
+        let mut held = None;
+        apply(&mut held, &consume(1, Mode::Try), &p, T0).unwrap();
+        let before = held.clone();
+        let estimate = apply(&mut held, &consume(5, Mode::Estimate), &p, T0).unwrap();
+        assert!(!estimate.changed && !estimate.outcome.allowed);
+        assert_eq!(held, before);
+        let debt = apply(&mut held, &consume(6, Mode::IgnoreLimits), &p, T0).unwrap();
+        assert!(debt.changed && debt.outcome.allowed);
+        assert_eq!(debt.outcome.bandwidths[0].available, -2);
+        assert_eq!(debt.outcome.remaining(), 0);
+    }
+
+    #[test]
+    fn reserve_writes_only_what_it_reserves() {
+        let p = policies(1, 5);
+        let mut held = None;
+        apply(&mut held, &consume(5, Mode::Try), &p, T0).unwrap();
+        let reserve = |max| Command::Reserve { policy: "api".into(), tokens: 2, max_wait_nanos: max };
+        let refused = apply(&mut held, &reserve(100 * MS), &p, T0).unwrap();
+        assert!(!refused.changed && !refused.outcome.allowed);
+        assert_eq!(refused.outcome.wait_nanos, 200 * MS);
+        let reserved = apply(&mut held, &reserve(200 * MS), &p, T0).unwrap();
+        assert!(reserved.changed && reserved.outcome.allowed);
+        assert_eq!(reserved.outcome.wait_nanos, 200 * MS);
+    }
+
+    #[test]
+    fn a_higher_version_replaces_the_configuration_once() {
+        let mut held = None;
+        apply(&mut held, &consume(4, Mode::Try), &policies(1, 5), T0).unwrap();
+        let same = apply(&mut held, &consume(1, Mode::Estimate), &policies(1, 50), T0).unwrap();
+        assert_eq!((same.changed, same.outcome.version, same.outcome.bandwidths[0].capacity), (false, 1, 5));
+        let raised = apply(&mut held, &consume(1, Mode::Estimate), &policies(2, 50), T0).unwrap();
+        assert_eq!((raised.changed, raised.outcome.version, raised.outcome.bandwidths[0].capacity), (true, 2, 50));
+        assert_eq!(raised.outcome.bandwidths[0].available, 1, "AS_IS keeps the one token");
+        let older = apply(&mut held, &consume(1, Mode::Estimate), &policies(1, 5), T0).unwrap();
+        assert_eq!((older.changed, older.outcome.version), (false, 2), "an older deployment does not downgrade");
+    }
+
+    #[test]
+    fn bad_input_changes_nothing() {
+        let p = policies(1, 5);
+        let mut held = None;
+        let error = |held: &mut Option<Held>, command: Command| apply(held, &command, &p, T0).unwrap_err();
+        assert_eq!(error(&mut held, consume(6, Mode::Try)).code, "TOKENS_EXCEED_CAPACITY");
+        assert_eq!(held, None, "not even created");
+        assert_eq!(error(&mut held, consume(0, Mode::Try)).code, "NON_POSITIVE_TOKENS");
+        assert_eq!(error(&mut held, consume(i64::MAX, Mode::IgnoreLimits)).code, "RESERVATION_OVERFLOW");
+        assert_eq!(held, None);
+        let unknown = Command::Consume { policy: "nope".into(), tokens: 1, mode: Mode::Try };
+        assert_eq!(error(&mut held, unknown).status, 400);
+        assert_eq!(error(&mut held, Command::Inspect).status, 404);
+        assert_eq!(error(&mut held, Command::Reset).code, "BUCKET_NOT_FOUND");
+        apply(&mut held, &consume(1, Mode::Try), &p, T0).unwrap();
+        let before = held.clone();
+        let other = Command::Consume { policy: "other".into(), tokens: 1, mode: Mode::Try };
+        let mismatch = error(&mut held, other);
+        assert_eq!((mismatch.status, mismatch.code.as_str()), (409, "POLICY_MISMATCH"));
+        assert_eq!(held, before);
+    }
+
+    #[test]
+    fn replace_moves_a_bucket_to_another_policy_and_reset_fills_it() {
+        let p = policies(1, 5);
+        let mut held = None;
+        apply(&mut held, &consume(5, Mode::Try), &p, T0).unwrap();
+        let replace = Command::Replace { policy: "other".into(), strategy: None };
+        let moved = apply(&mut held, &replace, &p, T0).unwrap();
+        assert!(moved.changed);
+        assert_eq!((moved.outcome.policy.as_str(), moved.outcome.bandwidths.len()), ("other", 1));
+        assert_eq!(moved.outcome.bandwidths[0].name, "other");
+        let reset = apply(&mut held, &Command::Reset, &p, T0).unwrap();
+        assert_eq!(reset.outcome.remaining(), 1);
+        let inspect = apply(&mut held, &Command::Inspect, &p, T0).unwrap();
+        assert!(!inspect.changed);
+    }
+
+    #[test]
+    fn stored_bytes_round_trip() {
+        let mut held = None;
+        apply(&mut held, &consume(3, Mode::Try), &policies(7, 5), T0).unwrap();
+        let held = held.unwrap();
+        assert_eq!(Held::decode("api".into(), &held.encode()).unwrap(), held);
+        assert_eq!(Held::decode("api".into(), b"garbage").unwrap_err().code(), "INVALID_ENCODING");
+    }
+}

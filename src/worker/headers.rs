@@ -1,0 +1,185 @@
+//! The rate-limit headers of a decision: IETF draft-ietf-httpapi-ratelimit-headers-10
+//! `RateLimit-Policy` and `RateLimit` (one item per bandwidth), `Retry-After`, the optional
+//! legacy `X-RateLimit-*` trio, and `Access-Control-Expose-Headers` so browsers can read them.
+//!
+//! - `RateLimit-Policy: "burst";q=50;w=5, "hourly";q=1000;w=3600`: `q` the capacity, `w` the
+//!   seconds to refill it from empty.
+//! - `RateLimit: "burst";r=12;t=0, "hourly";r=940;t=0`: `r` the whole tokens left (never
+//!   negative), `t` the seconds until the bandwidth again holds the request's tokens (0 if it
+//!   does), rounded up; absent when it never will.
+//! - `Retry-After` (rejections only): delta-seconds, the exact wait rounded up, so never earlier
+//!   than any `t` nor than the moment the tokens are there.
+
+use super::failure::FailureMode;
+use super::protocol::{round_up, BandwidthView, Outcome, SECOND};
+
+/// Every rate-limit header this worker sends, for `Access-Control-Expose-Headers`.
+pub const EXPOSED: &str = "RateLimit, RateLimit-Policy, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, \
+                           X-RateLimit-Reset, EdgeBucket-Fallback, EdgeBucket-Shadow";
+
+/// How a decision was reached, beyond its outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Context {
+    /// Add `X-RateLimit-*` (the policy's `legacyHeaders`).
+    pub legacy: bool,
+    /// The failure mode that decided, sent as `EdgeBucket-Fallback`.
+    pub fallback: Option<FailureMode>,
+    /// Shadow mode admitted a rejection: `EdgeBucket-Shadow: rejected`, and no `Retry-After`.
+    pub shadow_rejected: bool,
+}
+
+/// The headers for `outcome`. Failing open there is no bucket state: only `RateLimit-Policy`.
+pub fn for_outcome(outcome: &Outcome, context: Context) -> Vec<(&'static str, String)> {
+    let mut headers = vec![("RateLimit-Policy", policy_field(&outcome.bandwidths))];
+    if context.fallback != Some(FailureMode::Open) {
+        headers.push(("RateLimit", limit_field(&outcome.bandwidths)));
+        if context.legacy {
+            headers.extend(legacy_fields(&outcome.bandwidths));
+        }
+    }
+    if !outcome.allowed && !context.shadow_rejected {
+        if let Some(seconds) = retry_after(outcome) {
+            headers.push(("Retry-After", seconds.to_string()));
+        }
+    }
+    if let Some(mode) = context.fallback {
+        headers.push(("EdgeBucket-Fallback", mode.label().to_owned()));
+    }
+    if context.shadow_rejected {
+        headers.push(("EdgeBucket-Shadow", "rejected".to_owned()));
+    }
+    headers.push(("Access-Control-Expose-Headers", EXPOSED.to_owned()));
+    headers
+}
+
+/// `RateLimit-Policy`: `"name";q=capacity;w=window` per bandwidth.
+pub fn policy_field(bandwidths: &[BandwidthView]) -> String {
+    list(bandwidths, |b| format!("{};q={};w={}", sf_string(&b.name), b.capacity, b.window_seconds))
+}
+
+/// `RateLimit`: `"name";r=remaining;t=seconds` per bandwidth.
+pub fn limit_field(bandwidths: &[BandwidthView]) -> String {
+    list(bandwidths, |b| {
+        let mut item = format!("{};r={}", sf_string(&b.name), b.available.max(0));
+        if let Some(t) = seconds_up(b.wait_nanos) {
+            item.push_str(&format!(";t={t}"));
+        }
+        item
+    })
+}
+
+/// `Retry-After` seconds for a rejection: the wait rounded up, and at least every `t`.
+pub fn retry_after(outcome: &Outcome) -> Option<i64> {
+    let largest_t = outcome.bandwidths.iter().filter_map(|b| seconds_up(b.wait_nanos)).max().unwrap_or(0);
+    seconds_up(outcome.wait_nanos).map(|wait| wait.max(largest_t))
+}
+
+/// The legacy trio for the most depleted bandwidth: its capacity, its remaining tokens and the
+/// delta-seconds until it is full.
+fn legacy_fields(bandwidths: &[BandwidthView]) -> Vec<(&'static str, String)> {
+    let Some(tightest) = bandwidths.iter().min_by_key(|b| b.available) else {
+        return Vec::new();
+    };
+    vec![
+        ("X-RateLimit-Limit", tightest.capacity.to_string()),
+        ("X-RateLimit-Remaining", tightest.available.max(0).to_string()),
+        ("X-RateLimit-Reset", seconds_up(tightest.full_nanos).unwrap_or(0).to_string()),
+    ]
+}
+
+/// Nanoseconds as whole seconds rounded up; `None` for never.
+pub fn seconds_up(nanos: i64) -> Option<i64> {
+    round_up(nanos, SECOND)
+}
+
+/// A Structured Field list: members separated by `", "` (RFC 8941's serialization).
+fn list(bandwidths: &[BandwidthView], item: impl Fn(&BandwidthView) -> String) -> String {
+    bandwidths.iter().map(item).collect::<Vec<_>>().join(", ")
+}
+
+/// A Structured Field string; names are checked to be printable ASCII when policies are read.
+fn sf_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        if matches!(c, '"' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::INFINITY_DURATION;
+
+    const MS: i64 = 1_000_000;
+    const NANOS_PER_SECOND: i64 = SECOND;
+
+    fn view(name: &str, capacity: i64, window_seconds: i64, available: i64, wait_nanos: i64) -> BandwidthView {
+        BandwidthView { name: name.into(), capacity, window_seconds, available, wait_nanos, full_nanos: 3_800 * MS }
+    }
+
+    fn outcome(allowed: bool, wait_nanos: i64, bandwidths: Vec<BandwidthView>) -> Outcome {
+        Outcome { policy: "api".into(), version: 1, at_millis: 0, allowed, wait_nanos, bandwidths }
+    }
+
+    #[test]
+    fn two_bandwidths_give_two_items_each() {
+        let o = outcome(true, 0, vec![view("burst", 50, 5, 12, 0), view("hourly", 1000, 3600, 940, 0)]);
+        let headers = for_outcome(&o, Context::default());
+        assert_eq!(headers[0], ("RateLimit-Policy", r#""burst";q=50;w=5, "hourly";q=1000;w=3600"#.into()));
+        assert_eq!(headers[1], ("RateLimit", r#""burst";r=12;t=0, "hourly";r=940;t=0"#.into()));
+        assert_eq!(headers[2].0, "Access-Control-Expose-Headers");
+        assert_eq!(headers.len(), 3, "no Retry-After when allowed");
+    }
+
+    #[test]
+    fn retry_after_rounds_up_and_is_never_earlier_than_t() {
+        let o = outcome(false, 1_200 * MS, vec![view("burst", 50, 5, 0, 1_200 * MS), view("hourly", 1000, 3600, 0, 1)]);
+        assert_eq!(limit_field(&o.bandwidths), r#""burst";r=0;t=2, "hourly";r=0;t=1"#);
+        assert_eq!(retry_after(&o), Some(2));
+        let exact = outcome(false, 3 * NANOS_PER_SECOND, vec![view("b", 1, 1, 0, 3 * NANOS_PER_SECOND)]);
+        assert_eq!(retry_after(&exact), Some(3));
+        let headers = for_outcome(&exact, Context::default());
+        assert!(headers.contains(&("Retry-After", "3".into())));
+        let shadow = for_outcome(&exact, Context { shadow_rejected: true, ..Context::default() });
+        assert!(shadow.contains(&("EdgeBucket-Shadow", "rejected".into())));
+        assert!(!shadow.iter().any(|(name, _)| *name == "Retry-After"), "shadow mode never rejects");
+    }
+
+    #[test]
+    fn debt_reports_zero_remaining_and_endless_waits_omit_t() {
+        let o = outcome(false, INFINITY_DURATION, vec![view("b", 5, 1, -3, INFINITY_DURATION)]);
+        assert_eq!(limit_field(&o.bandwidths), r#""b";r=0"#);
+        assert_eq!(retry_after(&o), None);
+    }
+
+    #[test]
+    fn legacy_headers_describe_the_tightest_bandwidth() {
+        let o = outcome(true, 0, vec![view("burst", 50, 5, 12, 0), view("hourly", 1000, 3600, 3, 0)]);
+        let headers = for_outcome(&o, Context { legacy: true, ..Context::default() });
+        assert!(headers.contains(&("X-RateLimit-Limit", "1000".into())));
+        assert!(headers.contains(&("X-RateLimit-Remaining", "3".into())));
+        assert!(headers.contains(&("X-RateLimit-Reset", "4".into())));
+    }
+
+    #[test]
+    fn fallbacks_are_visible_and_failing_open_claims_no_state() {
+        let o = outcome(true, 0, vec![view("burst", 50, 5, 50, 0)]);
+        let open = for_outcome(&o, Context { fallback: Some(FailureMode::Open), legacy: true, ..Context::default() });
+        let names: Vec<_> = open.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["RateLimit-Policy", "EdgeBucket-Fallback", "Access-Control-Expose-Headers"]);
+        let local = for_outcome(&o, Context { fallback: Some(FailureMode::Degrade), ..Context::default() });
+        assert!(local.contains(&("EdgeBucket-Fallback", "local".into())));
+        assert!(local.iter().any(|(name, _)| *name == "RateLimit"));
+    }
+
+    #[test]
+    fn names_are_structured_field_strings() {
+        assert_eq!(sf_string(r#"a "q" \ b"#), r#""a \"q\" \\ b""#);
+    }
+}

@@ -1,0 +1,192 @@
+//! Named policies from `[vars] POLICIES`: each is a configuration in the core's JSON schema plus
+//! the policy's own fields. Callers name a policy; they never choose capacities.
+//!
+//! ```json
+//! { "api": { "version": 2, "failure": "degrade", "strategy": "PROPORTIONALLY",
+//!            "bandwidths": [{ "id": "burst", "capacity": 50,
+//!                             "refill": { "kind": "greedy", "tokens": 10, "period": "1s" } }] } }
+//! ```
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::failure::FailureMode;
+use crate::{BucketConfiguration, ConfigurationSpec, DurationSpec, TokensInheritanceStrategy};
+
+/// The fields a policy adds to the configuration schema (camelCase in JSON).
+const OWN_FIELDS: [&str; 6] = ["version", "strategy", "failure", "shadow", "idleGrace", "legacyHeaders"];
+
+/// Longest policy name.
+const MAX_NAME_LEN: usize = 64;
+
+/// A named policy: what a bucket is configured with and how the worker treats it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    /// The name callers use.
+    pub name: String,
+    /// Raised to replace the configuration of existing buckets (implicit replacement).
+    pub version: u64,
+    /// The limits.
+    pub configuration: BucketConfiguration,
+    /// How tokens carry over when `version` rises. Default `AS_IS`: never more tokens than the
+    /// bucket had.
+    pub strategy: TokensInheritanceStrategy,
+    /// What to do when the bucket's Durable Object cannot be reached.
+    pub failure: FailureMode,
+    /// Decide and log, but never reject.
+    pub shadow: bool,
+    /// How long an idle bucket is kept after it has refilled to the maximum (default 60 s).
+    pub idle_grace: Duration,
+    /// Also send `X-RateLimit-Limit/-Remaining/-Reset`.
+    pub legacy_headers: bool,
+}
+
+/// The policy's own fields as JSON writes them.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Fields {
+    version: Option<u64>,
+    strategy: Option<TokensInheritanceStrategy>,
+    failure: Option<FailureMode>,
+    shadow: Option<bool>,
+    idle_grace: Option<DurationSpec>,
+    legacy_headers: Option<bool>,
+}
+
+/// Every policy, by name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Policies(BTreeMap<String, Policy>);
+
+impl Policies {
+    /// Reads `POLICIES`: a JSON object of policies by name.
+    ///
+    /// # Errors
+    /// A message naming the policy and what is wrong with it.
+    pub fn parse(json: &str) -> Result<Self, String> {
+        let Value::Object(entries) = serde_json::from_str(json).map_err(|e| format!("POLICIES is not JSON: {e}"))?
+        else {
+            return Err("POLICIES must be a JSON object of policies by name".into());
+        };
+        let mut policies = BTreeMap::new();
+        for (name, value) in entries {
+            let policy = Policy::parse(&name, value).map_err(|e| format!("policy {name:?}: {e}"))?;
+            policies.insert(name, policy);
+        }
+        Ok(Policies(policies))
+    }
+
+    /// The policy called `name`.
+    pub fn get(&self, name: &str) -> Option<&Policy> {
+        self.0.get(name)
+    }
+
+    /// Every policy, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = &Policy> {
+        self.0.values()
+    }
+}
+
+impl Policy {
+    fn parse(name: &str, value: Value) -> Result<Self, String> {
+        check_name(name)?;
+        let Value::Object(mut configuration) = value else {
+            return Err("a policy must be a JSON object".into());
+        };
+        let own: Map<String, Value> =
+            OWN_FIELDS.iter().filter_map(|&field| Some((field.to_owned(), configuration.remove(field)?))).collect();
+        let fields: Fields = serde_json::from_value(Value::Object(own)).map_err(|e| e.to_string())?;
+        let spec: ConfigurationSpec =
+            serde_json::from_value(Value::Object(configuration)).map_err(|e| format!("configuration: {e}"))?;
+        let configuration = BucketConfiguration::try_from(spec).map_err(|e| format!("{}: {e}", e.code()))?;
+        check_bandwidth_ids(&configuration)?;
+        let idle_grace = match fields.idle_grace {
+            Some(spec) => Duration::from_nanos(spec.to_nanos().map_err(|e| format!("idleGrace: {e}"))? as u64),
+            None => Duration::from_secs(60),
+        };
+        Ok(Policy {
+            name: name.to_owned(),
+            version: fields.version.unwrap_or(1),
+            configuration,
+            strategy: fields.strategy.unwrap_or(TokensInheritanceStrategy::AsIs),
+            failure: fields.failure.unwrap_or(FailureMode::Open),
+            shadow: fields.shadow.unwrap_or(false),
+            idle_grace,
+            legacy_headers: fields.legacy_headers.unwrap_or(false),
+        })
+    }
+}
+
+/// Names appear in URLs, logs and header items: keep them plain.
+fn check_name(name: &str) -> Result<(), String> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if name.is_empty() || name.len() > MAX_NAME_LEN || !name.chars().all(plain) {
+        return Err(format!("a policy name is 1 to {MAX_NAME_LEN} of A-Z a-z 0-9 - _ ."));
+    }
+    Ok(())
+}
+
+/// Bandwidth ids become Structured Field strings in the `RateLimit` headers: printable ASCII.
+fn check_bandwidth_ids(configuration: &BucketConfiguration) -> Result<(), String> {
+    for id in configuration.bandwidths().iter().filter_map(|b| b.id()) {
+        if id.is_empty() || !id.chars().all(|c| c.is_ascii_graphic() || c == ' ') {
+            return Err(format!("bandwidth id {id:?} must be printable ASCII (it names a RateLimit header item)"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO: &str = r#"{
+        "api": { "version": 3, "failure": "degrade", "shadow": true, "idleGrace": "5s", "legacyHeaders": true,
+                 "strategy": "PROPORTIONALLY",
+                 "bandwidths": [
+                   { "id": "burst", "capacity": 50, "refill": { "kind": "greedy", "tokens": 10, "period": "1s" } },
+                   { "id": "hourly", "capacity": 1000, "refill": { "kind": "intervally", "tokens": 1000, "period": "1h" } } ] },
+        "plain": { "bandwidths": [ { "capacity": 5, "refill": { "kind": "greedy", "tokens": 5, "period": 1000 } } ] }
+    }"#;
+
+    #[test]
+    fn reads_the_configuration_schema_and_the_policy_fields() {
+        let policies = Policies::parse(TWO).unwrap();
+        let api = policies.get("api").unwrap();
+        assert_eq!(api.version, 3);
+        assert_eq!(api.configuration.bandwidths().len(), 2);
+        assert_eq!(api.configuration.bandwidths()[1].capacity(), 1000);
+        assert_eq!(api.strategy, TokensInheritanceStrategy::Proportionally);
+        assert_eq!((api.failure, api.shadow, api.legacy_headers), (FailureMode::Degrade, true, true));
+        assert_eq!(api.idle_grace, Duration::from_secs(5));
+        assert_eq!(policies.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["api", "plain"]);
+    }
+
+    #[test]
+    fn defaults_are_documented_ones() {
+        let plain = Policies::parse(TWO).unwrap().get("plain").unwrap().clone();
+        assert_eq!(plain.version, 1);
+        assert_eq!(plain.strategy, TokensInheritanceStrategy::AsIs);
+        assert_eq!((plain.failure, plain.shadow, plain.legacy_headers), (FailureMode::Open, false, false));
+        assert_eq!(plain.idle_grace, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn errors_name_the_policy_and_keep_core_codes() {
+        let zero =
+            r#"{"p": {"bandwidths": [{"capacity": 0, "refill": {"kind": "greedy", "tokens": 1, "period": "1s"}}]}}"#;
+        let error = Policies::parse(zero).unwrap_err();
+        assert!(error.starts_with("policy \"p\": NON_POSITIVE_CAPACITY"), "{error}");
+        let typo = r#"{"p": {"bandwidth": []}}"#;
+        assert!(Policies::parse(typo).unwrap_err().contains("unknown field `bandwidth`"));
+        let bad_field = r#"{"p": {"version": -1, "bandwidths": []}}"#;
+        assert!(Policies::parse(bad_field).unwrap_err().starts_with("policy \"p\""));
+        assert!(Policies::parse(r#"{"no spaces": {}}"#).unwrap_err().contains("policy name"));
+        assert!(Policies::parse("[]").is_err());
+        assert!(Policies::parse("{").is_err());
+        let unicode_id = r#"{"p": {"bandwidths": [{"id": "é", "capacity": 1, "refill": {"kind": "greedy", "tokens": 1, "period": "1s"}}]}}"#;
+        assert!(Policies::parse(unicode_id).unwrap_err().contains("printable ASCII"));
+    }
+}

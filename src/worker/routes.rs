@@ -1,0 +1,289 @@
+//! The gateway's route table from `[vars] ROUTES`: which requests are limited, under which policy,
+//! keyed by what, at what cost. The first route that matches a request decides; requests that
+//! match none pass through unlimited.
+//!
+//! ```json
+//! [{ "pattern": "/users/:user/**", "methods": ["POST"], "policy": "writes",
+//!    "key": { "source": "segment", "name": "user" }, "cost": 1 }]
+//! ```
+//!
+//! A pattern is a path of segments: a literal, `:name` (any one segment, captured), `*` (any one
+//! segment) or, last, `**` (any rest, also none). Key sources: `{"source": "ip"}`
+//! (`CF-Connecting-IP`), `{"source": "header", "name": …}`, `{"source": "apiKey", "header": …}`
+//! (default `X-API-Key`; `Authorization` drops a `Bearer ` prefix; the key is hashed),
+//! `{"source": "segment", "name": …}` and `{"source": "constant", "value": …}`.
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::errors::ApiError;
+use super::keys;
+use super::policy::Policies;
+
+/// Where a route takes its bucket key from.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "source", rename_all = "camelCase", deny_unknown_fields)]
+pub enum KeySource {
+    /// The client address Cloudflare puts in `CF-Connecting-IP`.
+    Ip,
+    /// A request header's value.
+    Header {
+        /// The header's name.
+        name: String,
+    },
+    /// An API key header, hashed (SHA-256) so keys never reach logs or object names.
+    ApiKey {
+        /// The header's name.
+        #[serde(default = "default_api_key_header")]
+        header: String,
+    },
+    /// A `:name` segment of the pattern.
+    Segment {
+        /// The segment's name, without the colon.
+        name: String,
+    },
+    /// The same bucket for every request.
+    Constant {
+        /// The key.
+        value: String,
+    },
+}
+
+fn default_api_key_header() -> String {
+    "X-API-Key".into()
+}
+
+/// One route as JSON writes it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RouteSpec {
+    pattern: String,
+    methods: Option<Vec<String>>,
+    policy: String,
+    key: KeySource,
+    #[serde(default = "one")]
+    cost: i64,
+}
+
+fn one() -> i64 {
+    1
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Literal(String),
+    Param(String),
+    Any,
+    Rest,
+}
+
+/// A checked route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// The pattern as written.
+    pub pattern: String,
+    segments: Vec<Segment>,
+    methods: Option<Vec<String>>,
+    /// The policy's name.
+    pub policy: String,
+    /// Where the key comes from.
+    pub key: KeySource,
+    /// Tokens per request.
+    pub cost: i64,
+}
+
+/// The captured `:name` segments of a match.
+pub type Captures<'a> = Vec<(&'a str, &'a str)>;
+
+/// Reads `ROUTES`, checking every route against `policies`.
+///
+/// # Errors
+/// A message naming the route and what is wrong with it.
+pub fn parse(json: &str, policies: &Policies) -> Result<Vec<Route>, String> {
+    let specs: Vec<RouteSpec> = serde_json::from_str(json).map_err(|e| format!("ROUTES: {e}"))?;
+    specs.into_iter().map(|spec| check(spec, policies)).collect()
+}
+
+fn check(spec: RouteSpec, policies: &Policies) -> Result<Route, String> {
+    let at = |message: String| format!("route {:?}: {message}", spec.pattern);
+    let segments = parse_pattern(&spec.pattern).map_err(at)?;
+    let policy = policies.get(&spec.policy).ok_or_else(|| at(format!("no policy named {:?}", spec.policy)))?;
+    let smallest = policy.configuration.bandwidths().iter().map(|b| b.capacity()).min().unwrap_or(0);
+    if spec.cost < 1 || spec.cost > smallest {
+        return Err(at(format!("cost must be 1 to {smallest} (the policy's smallest capacity), got {}", spec.cost)));
+    }
+    if let KeySource::Segment { name } = &spec.key {
+        if !segments.contains(&Segment::Param(name.clone())) {
+            return Err(at(format!("the key names segment {name:?}, which the pattern lacks (write :{name})")));
+        }
+    }
+    let methods = spec.methods.map(|m| m.iter().map(|m| m.to_ascii_uppercase()).collect());
+    Ok(Route { pattern: spec.pattern, segments, methods, policy: spec.policy, key: spec.key, cost: spec.cost })
+}
+
+fn parse_pattern(pattern: &str) -> Result<Vec<Segment>, String> {
+    let Some(rest) = pattern.strip_prefix('/') else {
+        return Err("a pattern starts with /".into());
+    };
+    let parts: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let last = parts.len().saturating_sub(1);
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, part)| match *part {
+            "**" if i == last => Ok(Segment::Rest),
+            "**" => Err("** may only end a pattern".to_owned()),
+            "*" => Ok(Segment::Any),
+            p if p.starts_with(':') && p.len() > 1 => Ok(Segment::Param(p[1..].to_owned())),
+            p => Ok(Segment::Literal(p.to_owned())),
+        })
+        .collect()
+}
+
+/// The first route matching `method` and `path`, with its captures.
+pub fn find<'r, 'p>(routes: &'r [Route], method: &str, path: &'p str) -> Option<(&'r Route, Captures<'p>)>
+where
+    'r: 'p,
+{
+    let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    routes.iter().find_map(|route| {
+        let method_ok = route.methods.as_ref().is_none_or(|m| m.iter().any(|m| m.eq_ignore_ascii_case(method)));
+        if !method_ok {
+            return None;
+        }
+        matches(&route.segments, &parts).map(|captures| (route, captures))
+    })
+}
+
+fn matches<'r, 'p>(segments: &'r [Segment], parts: &[&'p str]) -> Option<Captures<'p>>
+where
+    'r: 'p,
+{
+    let mut captures = Vec::new();
+    for (i, segment) in segments.iter().enumerate() {
+        match (segment, parts.get(i)) {
+            (Segment::Rest, _) => return Some(captures),
+            (Segment::Literal(literal), Some(part)) if literal == part => {}
+            (Segment::Any, Some(_)) => {}
+            (Segment::Param(name), Some(part)) => captures.push((name.as_str(), *part)),
+            _ => return None,
+        }
+    }
+    (segments.len() == parts.len()).then_some(captures)
+}
+
+/// The bucket key for a request on `route`: `{policy}:{source}:{value}`, so that sources never
+/// collide and an admin can find the bucket.
+///
+/// # Errors
+/// 400 `MISSING_KEY` (401 `MISSING_API_KEY`) when the request lacks the key, 400 `INVALID_KEY`
+/// when it is unusable.
+pub fn bucket_key(
+    route: &Route,
+    captures: &Captures,
+    header: impl Fn(&str) -> Option<String>,
+) -> Result<String, ApiError> {
+    let missing =
+        |what: &str| ApiError::bad_request("MISSING_KEY", format!("the request has no {what} to key its bucket on"));
+    let (source, value) = match &route.key {
+        KeySource::Ip => ("ip", header("CF-Connecting-IP").ok_or_else(|| missing("CF-Connecting-IP header"))?),
+        KeySource::Header { name } => ("header", header(name).ok_or_else(|| missing(&format!("{name} header")))?),
+        KeySource::ApiKey { header: name } => {
+            let raw = header(name)
+                .ok_or_else(|| ApiError::new(401, "MISSING_API_KEY", format!("send your API key in {name}")))?;
+            ("apikey", hash_api_key(raw.strip_prefix("Bearer ").unwrap_or(&raw)))
+        }
+        KeySource::Segment { name } => {
+            let value = captures.iter().find(|(n, _)| n == name).map(|(_, v)| *v).ok_or_else(|| missing(name))?;
+            ("segment", keys::decode(value)?)
+        }
+        KeySource::Constant { value } => ("constant", value.clone()),
+    };
+    keys::check(&format!("{}:{source}:{value}", route.policy))
+}
+
+/// The first 128 bits of SHA-256, in hex: enough to never collide, useless to an attacker.
+fn hash_api_key(key: &str) -> String {
+    Sha256::digest(key.as_bytes())[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policies() -> Policies {
+        Policies::parse(
+            r#"{"api": {"bandwidths": [{"capacity": 5, "refill": {"kind": "greedy", "tokens": 5, "period": "1s"}}]}}"#,
+        )
+        .unwrap()
+    }
+
+    fn routes(json: &str) -> Result<Vec<Route>, String> {
+        parse(json, &policies())
+    }
+
+    #[test]
+    fn first_matching_route_wins_and_captures_segments() {
+        let table = routes(
+            r#"[{"pattern": "/users/:user/**", "methods": ["post"], "policy": "api", "key": {"source": "segment", "name": "user"}, "cost": 2},
+                {"pattern": "/api/*/items", "policy": "api", "key": {"source": "ip"}},
+                {"pattern": "/**", "policy": "api", "key": {"source": "constant", "value": "all"}}]"#,
+        )
+        .unwrap();
+        let (route, captures) = find(&table, "POST", "/users/42/photos/7").unwrap();
+        assert_eq!((route.pattern.as_str(), route.cost), ("/users/:user/**", 2));
+        assert_eq!(captures, [("user", "42")]);
+        assert_eq!(find(&table, "POST", "/users/42").unwrap().0.pattern, "/users/:user/**", "** matches nothing too");
+        assert_eq!(find(&table, "GET", "/users/42").unwrap().0.pattern, "/**", "method filter");
+        assert_eq!(find(&table, "GET", "/api/v2/items").unwrap().0.pattern, "/api/*/items");
+        assert_eq!(find(&table, "GET", "/api/v2/items/3").unwrap().0.pattern, "/**");
+        assert!(find(&table[..2], "GET", "/other").is_none());
+    }
+
+    #[test]
+    fn routes_are_checked_against_policies() {
+        let route = |extra: &str| routes(&format!(r#"[{{"pattern": "/a/:id", "policy": "api", {extra}}}]"#));
+        assert!(route(r#""key": {"source": "ip"}, "cost": 6"#).unwrap_err().contains("cost must be 1 to 5"));
+        assert!(route(r#""key": {"source": "ip"}, "cost": 0"#).is_err());
+        assert!(route(r#""key": {"source": "segment", "name": "user"}"#).unwrap_err().contains("lacks"));
+        assert!(route(r#""key": {"source": "cookie"}"#).unwrap_err().contains("unknown variant"));
+        assert!(routes(r#"[{"pattern": "/a", "policy": "nope", "key": {"source": "ip"}}]"#)
+            .unwrap_err()
+            .contains("no policy"));
+        assert!(routes(r#"[{"pattern": "a", "policy": "api", "key": {"source": "ip"}}]"#).is_err());
+        assert!(routes(r#"[{"pattern": "/**/a", "policy": "api", "key": {"source": "ip"}}]"#).is_err());
+    }
+
+    #[test]
+    fn keys_come_from_the_configured_source() {
+        let table = routes(
+            r#"[{"pattern": "/ip", "policy": "api", "key": {"source": "ip"}},
+                {"pattern": "/h", "policy": "api", "key": {"source": "header", "name": "X-User"}},
+                {"pattern": "/k", "policy": "api", "key": {"source": "apiKey", "header": "Authorization"}},
+                {"pattern": "/s/:who", "policy": "api", "key": {"source": "segment", "name": "who"}},
+                {"pattern": "/c", "policy": "api", "key": {"source": "constant", "value": "everyone"}}]"#,
+        )
+        .unwrap();
+        let headers = |name: &str| match name {
+            "CF-Connecting-IP" => Some("203.0.113.7".to_owned()),
+            "X-User" => Some("ann".to_owned()),
+            "Authorization" => Some("Bearer secret".to_owned()),
+            _ => None,
+        };
+        let key = |path: &str| {
+            let (route, captures) = find(&table, "GET", path).unwrap();
+            bucket_key(route, &captures, headers)
+        };
+        assert_eq!(key("/ip").unwrap(), "api:ip:203.0.113.7");
+        assert_eq!(key("/h").unwrap(), "api:header:ann");
+        assert_eq!(key("/k").unwrap(), format!("api:apikey:{}", hash_api_key("secret")));
+        assert_eq!(hash_api_key("secret"), "2bb80d537b1da3e38bd30361aa855686");
+        assert_eq!(key("/s/bo%20b").unwrap(), "api:segment:bo b");
+        assert_eq!(key("/c").unwrap(), "api:constant:everyone");
+        let (route, captures) = find(&table, "GET", "/k").unwrap();
+        assert_eq!(bucket_key(route, &captures, |_| None).unwrap_err().status, 401);
+        let (route, captures) = find(&table, "GET", "/h").unwrap();
+        assert_eq!(bucket_key(route, &captures, |_| None).unwrap_err().code, "MISSING_KEY");
+        assert_eq!(bucket_key(route, &captures, |_| Some("x".repeat(300))).unwrap_err().code, "INVALID_KEY");
+    }
+}
