@@ -14,7 +14,7 @@ setup:
 	rustup toolchain install
 
 ## Everything CI runs.
-test: setup lint unit docs fuzz-check
+test: setup lint unit docs fuzz-check npm-test
 
 lint:
 	cargo fmt --check
@@ -33,6 +33,41 @@ fuzz-check:
 ## The main job.
 demo: setup
 	cargo run --release --example demo
+
+# --- The npm package (src/wasm/, js/, pkg/; docs/npm-package.md) ---
+.PHONY: npm-tools wasm-build wasm-lint package wasm-test npm-test bench-js
+
+WASM_RELEASE := target/wasm32-unknown-unknown/release/edgebucket.wasm
+
+# wasm-bindgen-cli, the npm dev tools (binaryen's wasm-opt, esbuild, playwright-core, miniflare),
+# Debian's Chromium and chromedriver.
+npm-tools: setup
+	scripts/tools.sh npm wasm-target wasm-bindgen chromium
+
+## The wasm behind the npm package.
+wasm-build: npm-tools
+	cargo build --target wasm32-unknown-unknown --features wasm --lib --release
+
+wasm-lint: npm-tools
+	cargo clippy --target wasm32-unknown-unknown --features wasm --lib --test wasm -- -D warnings
+
+## The npm package in pkg/dist and the tarball target/npm/edgebucket-<version>.tgz.
+package: wasm-build
+	node scripts/npm-package.mjs $(WASM_RELEASE)
+
+## The bindings' tests (wasm-bindgen-test), in Node and in headless Chromium.
+wasm-test: npm-tools
+	cargo test --target wasm32-unknown-unknown --features wasm --test wasm
+	WASM_BINDGEN_USE_BROWSER=1 cargo test --target wasm32-unknown-unknown --features wasm --test wasm
+
+## The npm package: lint, the bindings' tests, then the packed tarball installed in a scratch
+## project: node --test (ESM, CommonJS), headless Chromium, workerd, esbuild bundles, tsc.
+npm-test: wasm-lint wasm-test package
+	tests/npm/run.sh
+
+## JS benchmark in one Node process: edgebucket beside limiter, rate-limiter-flexible, bottleneck.
+bench-js: package
+	node --expose-gc benches/js/bench.mjs
 
 ## Criterion benchmarks (edgebucket beside governor).
 bench: setup

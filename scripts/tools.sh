@@ -2,7 +2,7 @@
 # Installs the pinned build tools that a fresh machine lacks, and only those: every step checks
 # first, so calling it before each build costs nothing once the tools are there.
 #
-#   scripts/tools.sh npm wasm-bindgen worker-build   # any subset, in any order
+#   scripts/tools.sh npm wasm-bindgen worker-build chromium   # any subset, in any order
 #   scripts/tools.sh env                             # prints the variables worker-build needs
 #
 # Shared by the npm package (wasm-bindgen, binaryen's wasm-opt) and the Cloudflare Worker
@@ -35,6 +35,16 @@ tool_wasm_bindgen() {
 tool_worker_build() {
   if [ "$(worker-build --version 2>/dev/null)" != "$WORKER_BUILD_VERSION" ]; then
     cargo install worker-build --locked --version "$WORKER_BUILD_VERSION"
+  fi
+}
+
+# Debian's Chromium and chromedriver for the npm package's browser tests (playwright-core and
+# wasm-bindgen-test-runner drive them; neither downloads a browser of its own).
+tool_chromium() {
+  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    local sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq chromium chromium-driver
   fi
 }
 

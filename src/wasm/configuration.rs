@@ -21,9 +21,11 @@ impl RawConfiguration {
     /// The core's code for a broken rule (`NON_POSITIVE_CAPACITY`, `INVALID_DURATION`, …);
     /// `INVALID_CONFIGURATION` for a malformed object.
     #[wasm_bindgen(constructor)]
-    pub fn new(spec: JsValue) -> Result<RawConfiguration, JsValue> {
-        let spec: ConfigurationSpec = serde_wasm_bindgen::from_value(spec)
-            .map_err(|e| BindingError::from(Error::InvalidConfiguration { reason: e.to_string() }))?;
+    pub fn new(input: JsValue) -> Result<RawConfiguration, JsValue> {
+        let invalid = |reason: String| BindingError::from(Error::InvalidConfiguration { reason });
+        let spec: ConfigurationSpec =
+            serde_wasm_bindgen::from_value(input.clone()).map_err(|e| invalid(e.to_string()))?;
+        reject_unknown_fields(&input, &to_js(&spec)?, "configuration").map_err(invalid)?;
         let configuration = BucketConfiguration::try_from(spec).map_err(BindingError::from)?;
         Ok(RawConfiguration { configuration })
     }
@@ -32,11 +34,7 @@ impl RawConfiguration {
     /// or all BigInts if one is beyond 2^53.
     #[wasm_bindgen(js_name = toJSON)]
     pub fn to_json(&self) -> Result<JsValue, JsValue> {
-        let spec = ConfigurationSpec::from(&self.configuration);
-        let plain = serde_wasm_bindgen::Serializer::json_compatible();
-        spec.serialize(&plain)
-            .or_else(|_| spec.serialize(&plain.serialize_large_number_types_as_bigints(true)))
-            .map_err(|e| BindingError::InvalidArgument(e.to_string()).into())
+        Ok(to_js(&ConfigurationSpec::from(&self.configuration))?)
     }
 
     /// True when both describe the same limits.
@@ -49,6 +47,40 @@ impl RawConfiguration {
     pub fn length(&self) -> u32 {
         self.configuration.bandwidths().len() as u32
     }
+}
+
+/// `spec` as a plain JS object; integers as numbers, or all as BigInts if one is beyond 2^53.
+fn to_js(spec: &ConfigurationSpec) -> Result<JsValue, BindingError> {
+    let plain = serde_wasm_bindgen::Serializer::json_compatible();
+    spec.serialize(&plain)
+        .or_else(|_| spec.serialize(&plain.serialize_large_number_types_as_bigints(true)))
+        .map_err(|e| BindingError::InvalidArgument(e.to_string()))
+}
+
+/// serde-wasm-bindgen reads only the fields a struct declares, so the schema's
+/// `deny_unknown_fields` never sees a misspelt `initalTokens`. Every field of `input` must
+/// therefore survive the round trip into `parsed` (the spec written back), at every depth.
+fn reject_unknown_fields(input: &JsValue, parsed: &JsValue, at: &str) -> Result<(), String> {
+    if js_sys::Array::is_array(input) {
+        let (input, parsed) = (js_sys::Array::from(input), js_sys::Array::from(parsed));
+        for i in 0..input.length() {
+            reject_unknown_fields(&input.get(i), &parsed.get(i), &format!("{at}[{i}]"))?;
+        }
+    } else if input.is_object() && parsed.is_object() {
+        for key in js_sys::Object::keys(input.unchecked_ref::<js_sys::Object>()).iter() {
+            let value = js_sys::Reflect::get(input, &key).unwrap_or(JsValue::UNDEFINED);
+            let name = key.as_string().unwrap_or_default();
+            if value.is_undefined() {
+                continue;
+            }
+            if !js_sys::Reflect::has(parsed, &key).unwrap_or(false) {
+                return Err(format!("unknown field `{name}` in {at}"));
+            }
+            let inner = js_sys::Reflect::get(parsed, &key).unwrap_or(JsValue::UNDEFINED);
+            reject_unknown_fields(&value, &inner, &format!("{at}.{name}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// A strategy by its name (`RESET`, `PROPORTIONALLY`, `AS_IS`, `ADDITIVE`).

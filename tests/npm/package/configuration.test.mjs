@@ -1,0 +1,79 @@
+// Configurations: the builder, the JSON schema, and the core's rules with their codes.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Bucket, BucketConfiguration, BandwidthBuilder, EdgeBucketError } from 'edgebucket';
+
+const code = (c) => (e) => e instanceof EdgeBucketError && e.code === c;
+
+test('the builder writes the core schema; durations in every form', () => {
+  const config = BucketConfiguration.builder()
+    .addLimit((l) => l.capacity(50).refillGreedy(10, '1s').id('burst'))
+    .addLimit((l) => l.capacity(1000).refillIntervally(1000, { hours: 1 }))
+    .addLimit(new BandwidthBuilder().capacity(7).refillGreedy(7, 250))
+    .addLimit({ capacity: 3, refill: { kind: 'greedy', tokens: 3, period: '10 minutes' } })
+    .addLimit((l) => l.capacity(400).refillIntervallyAlignedWithAdaptiveInitialTokens(400, '1h', new Date('2026-11-21T17:00:00Z')))
+    .build();
+  const periods = config.toJSON().bandwidths.map((b) => b.refill.period);
+  assert.deepEqual(periods, ['1s', '1h', '250ms', '10m', '1h']);
+  const aligned = config.toJSON().bandwidths[4].refill;
+  assert.equal(aligned.firstRefillTime, '2026-11-21T17:00:00Z');
+  assert.equal(aligned.adaptiveInitialTokens, true);
+  assert.ok(BucketConfiguration.fromJSON(config.toJSON()).equals(config), 'round trip');
+});
+
+test('one duration parser: Rust humantime reads every form', () => {
+  const period = (p) => BucketConfiguration.builder().addLimit((l) => l.capacity(1).refillGreedy(1, p)).build().toJSON().bandwidths[0].refill.period;
+  assert.equal(period('1d'), '1day');
+  assert.equal(period('1h 30m'), '1h 30m');
+  assert.equal(period('1.5s'), '1s 500ms');
+  assert.equal(period({ minutes: 1, seconds: 30 }), '1m 30s');
+  assert.equal(period(60000), '1m');
+});
+
+test("rule violations keep the core's codes", () => {
+  const build = (f) => () => BucketConfiguration.builder().addLimit(f).build();
+  assert.throws(build((l) => l.capacity(0).refillGreedy(1, '1s')), code('NON_POSITIVE_CAPACITY'));
+  assert.throws(build((l) => l.capacity(-5).refillGreedy(1, '1s')), code('NON_POSITIVE_CAPACITY'));
+  assert.throws(build((l) => l.capacity(5).refillGreedy(0, '1s')), code('NON_POSITIVE_REFILL_TOKENS'));
+  assert.throws(build((l) => l.capacity(5).refillGreedy(1, 0)), code('NON_POSITIVE_REFILL_PERIOD'));
+  assert.throws(build((l) => l.capacity(5).refillGreedy(1, -1)), code('INVALID_DURATION'));
+  assert.throws(build((l) => l.capacity(5).refillGreedy(1, NaN)), code('INVALID_DURATION'));
+  assert.throws(build((l) => l.capacity(5).refillGreedy(1, Infinity)), code('INVALID_DURATION'));
+  assert.throws(build((l) => l.capacity(5).refillGreedy(1, 1.5)), code('INVALID_DURATION'));
+  assert.throws(build((l) => l.capacity(5).refillGreedy(1, '1 fortnight')), code('INVALID_DURATION'));
+  // A malformed object is a shape error of the whole configuration (serde), not a duration rule.
+  assert.throws(build((l) => l.capacity(5).refillGreedy(1, { weeks: 1 })), code('INVALID_CONFIGURATION'));
+  assert.throws(build((l) => l.capacity(5).refillGreedy(2, '1ns')), code('TOO_HIGH_REFILL_RATE'));
+  // A missing field is a shape error of the schema (serde), reported as such.
+  assert.throws(build((l) => l.capacity(5)), (e) => e.code === 'INVALID_CONFIGURATION' && /refill/.test(e.message));
+  assert.throws(build((l) => l.refillGreedy(1, '1s')), (e) => e.code === 'INVALID_CONFIGURATION' && /capacity/.test(e.message));
+  assert.throws(build((l) => l.capacity(5).refillGreedy(1, '1s').initialTokens(-1)), code('NEGATIVE_INITIAL_TOKENS'));
+  assert.throws(() => BucketConfiguration.builder().build(), code('EMPTY_CONFIGURATION'));
+  assert.throws(
+    () => BucketConfiguration.builder().addLimit((l) => l.capacity(1).refillGreedy(1, '1s').id('x')).addLimit((l) => l.capacity(2).refillGreedy(1, '1s').id('x')).build(),
+    code('DUPLICATE_BANDWIDTH_ID'),
+  );
+  assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 1, refill: { kind: 'greedy', tokens: 1, period: '1s' }, initalTokens: 1 }] }), code('INVALID_CONFIGURATION'));
+  assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 1.5, refill: { kind: 'greedy', tokens: 1, period: '1s' } }] }), code('INVALID_CONFIGURATION'));
+  assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 1, refill: { kind: 'sometimes', tokens: 1, period: '1s' } }] }), code('INVALID_CONFIGURATION'));
+  assert.throws(() => BucketConfiguration.fromJSON(null), code('INVALID_CONFIGURATION'));
+});
+
+test('wrong types are INVALID_ARGUMENT at the call', () => {
+  const l = new BandwidthBuilder();
+  for (const bad of [1.5, NaN, Infinity, '5', null, undefined, {}]) {
+    assert.throws(() => l.capacity(bad), code('INVALID_ARGUMENT'), String(bad));
+    assert.throws(() => l.refillGreedy(bad, '1s'), code('INVALID_ARGUMENT'), String(bad));
+    assert.throws(() => l.initialTokens(bad), code('INVALID_ARGUMENT'), String(bad));
+  }
+  assert.throws(() => l.id(5), code('INVALID_ARGUMENT'));
+  assert.throws(() => BucketConfiguration.builder().addLimit(42), code('INVALID_ARGUMENT'));
+  assert.throws(() => new BucketConfiguration({}), code('INVALID_ARGUMENT'));
+  assert.throws(() => Bucket.builder().withConfiguration({}), code('INVALID_ARGUMENT'));
+});
+
+test('BigInt capacities beyond 2^53 survive the schema both ways', () => {
+  const config = BucketConfiguration.builder().addLimit((l) => l.capacity(2n ** 62n).refillGreedy(1, '1s')).build();
+  assert.equal(config.toJSON().bandwidths[0].capacity, 2n ** 62n);
+  assert.equal(Bucket.builder().withConfiguration(config).build().getAvailableTokens(), 2n ** 62n);
+});

@@ -1,0 +1,64 @@
+// toListenable and asVerbose.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Bucket, SimpleListener, BucketConfiguration } from 'edgebucket';
+
+function manual() {
+  const clock = { t: 0 };
+  const bucket = Bucket.builder().addLimit((l) => l.capacity(5).refillGreedy(5, '5s').id('b')).withCustomTimeMeter(() => clock.t).build();
+  return { bucket, clock };
+}
+
+test('a listener counts consumed and rejected tokens; the plain view reports nothing', () => {
+  const { bucket } = manual();
+  const listener = new SimpleListener();
+  const observed = bucket.toListenable(listener);
+  assert.equal(observed.tryConsume(2), true);
+  assert.equal(observed.tryConsume(4), false);
+  assert.equal(observed.tryConsumeAndReturnRemaining(1).consumed, true);
+  assert.equal(observed.tryConsumeAsMuchAsPossible(), 2);
+  observed.consumeIgnoringRateLimits(3);
+  bucket.tryConsume(1); // not observed
+  assert.deepEqual({ ...listener }, { consumed: 2 + 1 + 2 + 3, rejected: 4, delayedNanos: 0, aborted: 0 });
+  assert.equal(bucket.getAvailableTokens(), -3, 'both views share one bucket');
+});
+
+test('a listener may implement only some hooks', () => {
+  const { bucket } = manual();
+  const seen = [];
+  const observed = bucket.toListenable({ onRejected: (n) => seen.push(n) });
+  observed.tryConsume(5);
+  observed.tryConsume(1);
+  assert.deepEqual(seen, [1]);
+});
+
+test('verbose results carry the configuration and diagnostics after the operation', () => {
+  const { bucket, clock } = manual();
+  const verbose = bucket.asVerbose();
+  const result = verbose.tryConsume(2);
+  assert.equal(result.value, true);
+  assert.ok(result.configuration instanceof BucketConfiguration);
+  assert.ok(result.configuration.equals(bucket.getConfiguration()));
+  assert.deepEqual(result.diagnostics, {
+    availableTokens: 3,
+    nanosToFullRefill: 2_000_000_000,
+    bandwidths: [{ id: 'b', capacity: 5, availableTokens: 3, nanosToFullRefill: 2_000_000_000 }],
+  });
+  clock.t = 1_000_000_000;
+  assert.equal(verbose.getAvailableTokens().value, 4);
+  assert.deepEqual(verbose.tryConsumeAndReturnRemaining(10).value.consumed, false);
+  assert.equal(verbose.estimateAbilityToConsume(1).diagnostics.availableTokens, 4);
+  assert.equal(verbose.tryConsumeAsMuchAsPossible(1).value, 1);
+  assert.equal(verbose.consumeIgnoringRateLimits(5).diagnostics.availableTokens, -2);
+  assert.equal(verbose.addTokens(1).diagnostics.availableTokens, -1);
+  assert.equal(verbose.forceAddTokens(10).diagnostics.availableTokens, 9);
+  assert.equal(verbose.reset().diagnostics.availableTokens, 5);
+  assert.throws(() => verbose.tryConsume(0), { code: 'NON_POSITIVE_TOKENS' });
+});
+
+test('a verbose view of a listenable bucket still reports', () => {
+  const { bucket } = manual();
+  const listener = new SimpleListener();
+  bucket.toListenable(listener).asVerbose().tryConsume(3);
+  assert.equal(listener.consumed, 3);
+});

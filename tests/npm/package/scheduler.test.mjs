@@ -1,0 +1,112 @@
+// asScheduler(): fair reservations, promises settled by (mocked) timers, AbortSignal.
+import { test, mock } from 'node:test';
+import assert from 'node:assert/strict';
+import { Bucket, SimpleListener, EdgeBucketError } from 'edgebucket';
+
+const MS = 1_000_000;
+
+/** A bucket on a manual clock moved together with node:test's mocked setTimeout. */
+function scenario(t) {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const clock = { t: 0 };
+  const listener = new SimpleListener();
+  const bucket = Bucket.builder()
+    .addLimit((l) => l.capacity(10).refillGreedy(10, '1s'))
+    .withCustomTimeMeter(() => clock.t)
+    .build()
+    .toListenable(listener);
+  const advance = async (ms) => {
+    clock.t += ms * MS;
+    t.mock.timers.tick(ms);
+    for (let i = 0; i < 5; i++) await Promise.resolve(); // let settled promises run
+  };
+  return { bucket, clock, listener, advance, scheduler: bucket.asScheduler() };
+}
+
+test('a later small request does not overtake an earlier large one', async (t) => {
+  const { bucket, scheduler, advance, listener } = scenario(t);
+  bucket.tryConsume(10);
+  const order = [];
+  const large = scheduler.consume(5).then(() => order.push('large'));
+  const small = scheduler.consume(1).then(() => order.push('small'));
+  await advance(499);
+  assert.deepEqual(order, []);
+  await advance(1);
+  assert.deepEqual(order, ['large']);
+  await advance(99);
+  assert.deepEqual(order, ['large'], 'the small request waits for the debt of the large one');
+  await advance(1);
+  await Promise.all([large, small]);
+  assert.deepEqual(order, ['large', 'small']);
+  assert.equal(listener.delayedNanos, 500 * MS + 600 * MS);
+  assert.equal(listener.consumed, 10 + 5 + 1);
+  assert.equal(bucket.getAvailableTokens(), 0);
+});
+
+test('available tokens resolve at once, without a timer', async (t) => {
+  const { scheduler, listener } = scenario(t);
+  await scheduler.consume(3);
+  assert.equal(await scheduler.tryConsume(7, '1ms'), true);
+  assert.equal(listener.delayedNanos, 0);
+  assert.equal(listener.consumed, 10);
+});
+
+test('tryConsume(n, maxWait) is false at once, consuming nothing, when the wait is too long', async (t) => {
+  const { bucket, scheduler, advance, listener } = scenario(t);
+  bucket.tryConsume(10);
+  assert.equal(await scheduler.tryConsume(5, '499ms'), false);
+  assert.equal(listener.rejected, 5);
+  assert.equal(bucket.getAvailableTokens(), 0);
+  const ok = scheduler.tryConsume(5, { milliseconds: 500 });
+  await advance(500);
+  assert.equal(await ok, true);
+  await assert.rejects(scheduler.tryConsume(1, 0), { code: 'NON_POSITIVE_MAX_WAIT' });
+  await assert.rejects(scheduler.tryConsume(1, '2 fortnights'), { code: 'INVALID_DURATION' });
+});
+
+test('an aborted wait rejects with an AbortError and returns its tokens', async (t) => {
+  const { bucket, scheduler, advance, listener } = scenario(t);
+  bucket.tryConsume(10);
+  const controller = new AbortController();
+  const waiting = scheduler.consume(5, { signal: controller.signal });
+  assert.equal(bucket.getAvailableTokens(), -5, 'reserved: consumed as a debt');
+  await advance(200); // 2 tokens earned
+  controller.abort();
+  await assert.rejects(waiting, (e) => e.name === 'AbortError');
+  assert.equal(bucket.getAvailableTokens(), 2, 'the reservation was returned (Bucket4j would keep it)');
+  assert.equal(listener.aborted, 1);
+  assert.equal(listener.consumed, 10, 'an aborted wait consumed nothing');
+  await advance(1000);
+  assert.equal(bucket.getAvailableTokens(), 10);
+});
+
+test('an already aborted signal rejects before reserving', async (t) => {
+  const { scheduler, bucket } = scenario(t);
+  const reason = new Error('gone');
+  await assert.rejects(scheduler.consume(1, { signal: AbortSignal.abort(reason) }), (e) => e === reason);
+  await assert.rejects(scheduler.tryConsume(1, '1s', { signal: AbortSignal.abort() }), { name: 'AbortError' });
+  assert.equal(bucket.getAvailableTokens(), 10);
+});
+
+test('bad arguments reject with EdgeBucketError and reserve nothing', async (t) => {
+  const { scheduler, bucket } = scenario(t);
+  await assert.rejects(scheduler.consume(0), (e) => e instanceof EdgeBucketError && e.code === 'NON_POSITIVE_TOKENS');
+  await assert.rejects(scheduler.consume(0.5), { code: 'INVALID_ARGUMENT' });
+  await assert.rejects(scheduler.tryConsume(-1, '1s'), { code: 'NON_POSITIVE_TOKENS' });
+  assert.equal(bucket.getAvailableTokens(), 10);
+});
+
+test('waits longer than setTimeout allows are chained', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const clock = { t: 0 };
+  const bucket = Bucket.builder().addLimit((l) => l.capacity(1).refillGreedy(1, '30 days')).withCustomTimeMeter(() => clock.t).build();
+  bucket.tryConsume(1);
+  let done = false;
+  const waiting = bucket.asScheduler().consume(1).then(() => { done = true; });
+  t.mock.timers.tick(2 ** 31 - 1);
+  await Promise.resolve();
+  assert.equal(done, false);
+  t.mock.timers.tick(30 * 86_400_000 - (2 ** 31 - 1));
+  await waiting;
+  assert.equal(done, true);
+});

@@ -1,0 +1,152 @@
+// BucketStore: keys, suppliers, expiry, eviction, version replacement, bad input.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BucketStore, BucketConfiguration, Bucket, EdgeBucketError } from 'edgebucket';
+
+const MS = 1_000_000;
+const SEC = 1000 * MS;
+const limit = (capacity, perSecond, extra = (l) => l) =>
+  BucketConfiguration.builder().addLimit((l) => extra(l.capacity(capacity).refillGreedy(perSecond, '1s'))).build();
+
+function manual(options) {
+  const clock = { t: 0 };
+  return { store: new BucketStore({ clock: () => clock.t, ...options }), clock };
+}
+
+test('each key has its own bucket, exactly like a standalone Bucket', () => {
+  const { store, clock } = manual({ configuration: limit(5, 5) });
+  const twin = Bucket.builder().withConfiguration(limit(5, 5)).withCustomTimeMeter(() => clock.t).build();
+  for (const [t, n] of [[0, 3], [0, 3], [100, 1], [250, 2], [900, 5], [2000, 4], [2000, 2]]) {
+    clock.t = t * MS;
+    assert.deepEqual(store.tryConsumeAndReturnRemaining('alice', n), twin.tryConsumeAndReturnRemaining(n), `at ${t} ms`);
+    assert.deepEqual(store.estimateAbilityToConsume('alice', 1), twin.estimateAbilityToConsume(1));
+  }
+  assert.equal(store.tryConsume('bob', 5), true, 'bob is untouched by alice');
+  assert.equal(store.tryConsume('bob', 1), false);
+  assert.equal(store.getAvailableTokens('carol'), 5);
+  assert.equal(store.size, 3);
+});
+
+test('keys are UTF-8 bytes: strings and Uint8Arrays meet', () => {
+  const { store } = manual({ configuration: limit(2, 1) });
+  store.tryConsume('héllo', 1);
+  assert.equal(store.getAvailableTokens(new TextEncoder().encode('héllo')), 1);
+  assert.equal(store.getAvailableTokens('hello'), 2, 'a different key');
+  assert.equal(store.tryConsume('', 2), true, 'the empty key is a key');
+  assert.ok(store.has('héllo') && store.delete('héllo') && !store.has('héllo') && !store.delete('héllo'));
+});
+
+test('a supplier is called only for new keys', () => {
+  const calls = [];
+  const { store } = manual({
+    configuration: (key) => {
+      calls.push(key);
+      return key.startsWith('premium:') ? limit(100, 100) : limit(2, 1);
+    },
+  });
+  assert.equal(store.tryConsume('premium:a', 50), true);
+  assert.equal(store.tryConsume('free:b', 3), false);
+  assert.equal(store.tryConsume('premium:a', 50), true);
+  assert.deepEqual(store.tryConsumeAndReturnRemaining('free:b', 2).remainingTokens, 0);
+  assert.equal(store.getAvailableTokens('premium:a'), 0);
+  assert.deepEqual(calls, ['premium:a', 'free:b']);
+});
+
+test('a supplier may use the store, and its errors change nothing', () => {
+  const store = new BucketStore({ configuration: () => { store.has('x'); return limit(1, 1); } });
+  assert.equal(store.tryConsume('k', 1), true);
+  const failing = new BucketStore({ configuration: () => 'not a configuration' });
+  assert.throws(() => failing.tryConsume('k', 1), { code: 'INVALID_ARGUMENT' });
+  assert.equal(failing.size, 0);
+});
+
+test('idle expiry: a key is dropped once its bucket has been full for the grace', () => {
+  const { store, clock } = manual({ configuration: limit(10, 10), idleGrace: '1s' });
+  store.tryConsume('a', 5); // full again at 500 ms
+  store.tryConsume('b', 10); // full again at 1 s
+  clock.t = 1500 * MS - 1;
+  assert.equal(store.removeExpired(), 0);
+  clock.t = 1500 * MS;
+  assert.equal(store.removeExpired(), 1);
+  assert.ok(!store.has('a') && store.has('b'));
+  clock.t = 2000 * MS;
+  assert.equal(store.removeExpired(), 1);
+  assert.equal(store.size, 0);
+});
+
+test('expiry forgets what Bucket4j forgets: initial tokens below capacity come back', () => {
+  const { store, clock } = manual({ configuration: limit(10, 10, (l) => l.initialTokens(0)) });
+  assert.equal(store.getAvailableTokens('k'), 0);
+  clock.t = SEC - 1;
+  assert.equal(store.getAvailableTokens('k'), 9);
+  clock.t = SEC; // full: expired, so fresh again
+  assert.equal(store.getAvailableTokens('k'), 0);
+});
+
+test('beyond maxKeys, CLOCK evicts keys not used since the hand last passed', () => {
+  const { store } = manual({ configuration: limit(10, 1), maxKeys: 3 });
+  for (const key of ['a', 'b', 'c']) store.tryConsume(key, 1);
+  store.tryConsume('d', 1);
+  assert.deepEqual(['a', 'b', 'c', 'd'].map((k) => store.has(k)), [false, true, true, true]);
+  store.tryConsume('c', 1);
+  store.tryConsume('e', 1);
+  assert.deepEqual(['b', 'c', 'd', 'e'].map((k) => store.has(k)), [false, true, true, true]);
+  assert.equal(store.size, 3);
+  assert.equal(store.getAvailableTokens('c'), 8, 'a kept key kept its tokens');
+});
+
+test('a new version replaces configurations on next access, with the strategy', () => {
+  const { store } = manual({ configuration: limit(100, 1) });
+  store.tryConsume('k', 60);
+  store.tryConsume('j', 10);
+  store.configure({ configuration: limit(200, 1), version: 1, strategy: 'PROPORTIONALLY' });
+  assert.equal(store.getAvailableTokens('k'), 80);
+  store.configure({ configuration: () => limit(300, 1), version: 2, strategy: 'ADDITIVE' });
+  assert.equal(store.getAvailableTokens('k'), 180);
+  assert.equal(store.getAvailableTokens('j'), 290, 'two versions behind: the current configuration, by the current strategy');
+  store.configure({ configuration: limit(1, 1), version: 2, strategy: 'RESET' });
+  assert.equal(store.getAvailableTokens('k'), 180, 'the same version replaces nothing');
+  assert.equal(store.getAvailableTokens('new'), 1);
+});
+
+test('bad arguments throw EdgeBucketError and change nothing', () => {
+  const { store } = manual({ configuration: limit(5, 1) });
+  store.tryConsume('k', 2);
+  const cases = [
+    [() => store.tryConsume('k', 0), 'NON_POSITIVE_TOKENS'],
+    [() => store.tryConsume('k', -2), 'NON_POSITIVE_TOKENS'],
+    [() => store.tryConsume('k', 1.5), 'INVALID_ARGUMENT'],
+    [() => store.tryConsume('k', NaN), 'INVALID_ARGUMENT'],
+    [() => store.tryConsume('k', '1'), 'INVALID_ARGUMENT'],
+    [() => store.tryConsume('new', 0), 'NON_POSITIVE_TOKENS'],
+    [() => store.tryConsume(42, 1), 'INVALID_ARGUMENT'],
+    [() => store.tryConsume(null, 1), 'INVALID_ARGUMENT'],
+    [() => store.tryConsume('x'.repeat(65536), 1), 'KEY_TOO_LONG'],
+    [() => store.tryConsume('é'.repeat(40000), 1), 'KEY_TOO_LONG'],
+    [() => store.estimateAbilityToConsume('k', 0), 'NON_POSITIVE_TOKENS'],
+    [() => store.configure({ configuration: limit(1, 1), strategy: 'SOMETIMES' }), 'INVALID_ARGUMENT'],
+    [() => store.configure({ configuration: {} }), 'INVALID_ARGUMENT'],
+    [() => store.configure({ configuration: limit(1, 1), version: -1 }), 'INVALID_ARGUMENT'],
+    [() => new BucketStore({ configuration: limit(1, 1), maxKeys: 0 }), 'INVALID_CONFIGURATION'],
+    [() => new BucketStore({ configuration: limit(1, 1), maxKeys: 1.5 }), 'INVALID_ARGUMENT'],
+    [() => new BucketStore({ configuration: limit(1, 1), idleGrace: 'soon' }), 'INVALID_DURATION'],
+    [() => new BucketStore({ configuration: limit(1, 1), clock: 'sundial' }), 'INVALID_ARGUMENT'],
+    [() => new BucketStore({}), 'INVALID_ARGUMENT'],
+  ];
+  for (const [operation, code] of cases) {
+    assert.throws(operation, (e) => e instanceof EdgeBucketError && e.code === code, `${operation} → ${code}`);
+  }
+  assert.equal(store.getAvailableTokens('k'), 3);
+  assert.equal(store.size, 1, 'no key was created by a failed operation');
+  assert.equal(store.tryConsume('x'.repeat(65535), 1), true, 'the longest key');
+});
+
+test('thousands of keys stay distinct across wasm memory growth', () => {
+  const { store } = manual({ configuration: limit(3, 1), maxKeys: Infinity });
+  for (let i = 0; i < 50_000; i++) store.tryConsume(`user:${i}`, 1 + (i % 3));
+  assert.equal(store.size, 50_000);
+  for (let i = 0; i < 50_000; i += 7) assert.equal(store.getAvailableTokens(`user:${i}`), 2 - (i % 3));
+  store.clear();
+  assert.equal(store.size, 0);
+  store.free();
+});
