@@ -29,7 +29,7 @@ export function parseHttpDate(text, now = Date.now()) {
   m = RFC850_DATE.exec(value);
   if (m) return utc(twoDigitYear(+m[3], now), m[2], +m[1], m[4], m[5], m[6]);
   m = ASCTIME_DATE.exec(value);
-  if (m) return utc(+m[7], m[1], +m[2].trim(), m[3], m[4], m[5]);
+  if (m) return utc(+m[6], m[1], +m[2].trim(), m[3], m[4], m[5]);
   return undefined;
 }
 

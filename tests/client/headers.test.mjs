@@ -1,0 +1,349 @@
+// readHeaders over a table of real-world header sets, then malformed and hostile ones. Runs
+// against the packed package (`edgebucket/client`), with structured-headers bundled inside it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readHeaders, BOUNDS } from 'edgebucket/client';
+
+const S = 1000;
+// Sat, 21 Nov 2026 13:00:00 GMT: the server's Date in these sets; the client is 2 s ahead.
+const SERVER_NOW = Date.UTC(2026, 10, 21, 13, 0, 0);
+const CLIENT_NOW = SERVER_NOW + 2 * S;
+const DATE = 'Sat, 21 Nov 2026 13:00:00 GMT';
+
+const read = (headers, now = CLIENT_NOW) => readHeaders(headers, { now });
+const limit = (fields) => ({ partitionKey: '', unit: 'requests', ...fields });
+
+const realWorld = [
+  {
+    name: 'draft-10: two policies with a partition key (the draft, §3.2 and §4.2)',
+    headers: {
+      'RateLimit-Policy': '"burst";q=100;w=60;pk=:dXNlcjE=:, "daily";q=1000;w=86400;pk=:dXNlcjE=:',
+      RateLimit: '"burst";r=42;t=17;pk=:dXNlcjE=:, "daily";r=900;t=3600;pk=:dXNlcjE=:',
+    },
+    dialect: 'draft-10',
+    limits: [
+      limit({ policy: 'burst', partitionKey: 'dXNlcjE=', quota: 100, window: 60 * S, remaining: 42, reset: 17 * S }),
+      limit({ policy: 'daily', partitionKey: 'dXNlcjE=', quota: 1000, window: 86400 * S, remaining: 900, reset: 3600 * S }),
+    ],
+  },
+  {
+    name: 'draft-10: the edgebucket worker (two bandwidths, t=0 while tokens remain)',
+    headers: {
+      'RateLimit-Policy': '"burst";q=50;w=5, "hourly";q=1000;w=3600',
+      RateLimit: '"burst";r=12;t=0, "hourly";r=940;t=0',
+      'Access-Control-Expose-Headers': 'RateLimit, RateLimit-Policy, Retry-After',
+    },
+    dialect: 'draft-10',
+    limits: [
+      limit({ policy: 'burst', quota: 50, window: 5 * S, remaining: 12, reset: 0 }),
+      limit({ policy: 'hourly', quota: 1000, window: 3600 * S, remaining: 940, reset: 0 }),
+    ],
+  },
+  {
+    name: 'draft-10: express-rate-limit (spaces after ";", pk), items in the other order',
+    headers: {
+      RateLimit: '"100-in-1min"; r=99; t=60; pk=:ZDE0OTZjNjg5MDc2:',
+      'RateLimit-Policy': '"100-in-1min"; q=100; w=60; pk=:ZDE0OTZjNjg5MDc2:',
+    },
+    dialect: 'draft-10',
+    limits: [limit({ policy: '100-in-1min', partitionKey: 'ZDE0OTZjNjg5MDc2', quota: 100, window: 60 * S, remaining: 99, reset: 60 * S })],
+  },
+  {
+    name: 'draft-10: a quota unit, and the pk given only in RateLimit',
+    headers: {
+      'RateLimit-Policy': '"peruser";q=65535;qu="content-bytes";w=10',
+      RateLimit: '"peruser";r=30000;t=5;pk=:QXBwLTk5OQ==:',
+    },
+    dialect: 'draft-10',
+    limits: [limit({ policy: 'peruser', partitionKey: 'QXBwLTk5OQ==', unit: 'content-bytes', quota: 65535, window: 10 * S, remaining: 30000, reset: 5 * S })],
+  },
+  {
+    name: 'draft-10: token names and `t` without `r` (the draft, appendix B.3.1)',
+    headers: { 'RateLimit-Policy': 'quota;q=100;w=1', RateLimit: 'quota;t=1' },
+    dialect: 'draft-10',
+    limits: [limit({ policy: 'quota', quota: 100, window: 1 * S, reset: 1 * S })],
+  },
+  {
+    name: 'draft-10: a service limit for a policy never described, and an unknown parameter',
+    headers: { RateLimit: '"default";r=50;t=30;acme-burst=?1' },
+    dialect: 'draft-10',
+    limits: [limit({ policy: 'default', remaining: 50, reset: 30 * S })],
+  },
+  {
+    name: 'draft-10: "request" (the registry table) is "requests"',
+    headers: { 'RateLimit-Policy': '"a";q=5;w=1;qu="request"' },
+    dialect: 'draft-10',
+    limits: [limit({ policy: 'a', quota: 5, window: 1 * S })],
+  },
+  {
+    name: 'draft-7: express-rate-limit (a dictionary, and the policy matched by quota)',
+    headers: { RateLimit: 'limit=100, remaining=99, reset=60', 'RateLimit-Policy': '100;w=60' },
+    dialect: 'draft-7',
+    limits: [limit({ policy: 'w=60', quota: 100, window: 60 * S, remaining: 99, reset: 60 * S })],
+  },
+  {
+    name: 'draft-7: several policies, the expiring limit is the hourly one',
+    headers: { RateLimit: 'limit=1000, remaining=10, reset=1800', 'RateLimit-Policy': '10;w=1, 1000;w=3600' },
+    dialect: 'draft-7',
+    limits: [
+      limit({ policy: 'w=1', quota: 10, window: 1 * S }),
+      limit({ policy: 'w=3600', quota: 1000, window: 3600 * S, remaining: 10, reset: 1800 * S }),
+    ],
+  },
+  {
+    name: 'draft-6: express-rate-limit (three fields and a policy)',
+    headers: {
+      'RateLimit-Policy': '100;w=60',
+      'RateLimit-Limit': '100',
+      'RateLimit-Remaining': '99',
+      'RateLimit-Reset': '60',
+    },
+    dialect: 'draft-6',
+    limits: [limit({ policy: 'w=60', quota: 100, window: 60 * S, remaining: 99, reset: 60 * S })],
+  },
+  {
+    name: 'draft-6 of 2021: policies in RateLimit-Limit itself',
+    headers: { 'RateLimit-Limit': '10, 10;w=1, 50;w=60', 'RateLimit-Remaining': '9', 'RateLimit-Reset': '1' },
+    dialect: 'draft-6',
+    limits: [
+      limit({ policy: 'w=1', quota: 10, window: 1 * S, remaining: 9, reset: 1 * S }),
+      limit({ policy: 'w=60', quota: 50, window: 60 * S }),
+    ],
+  },
+  {
+    name: 'GitHub: epoch-seconds reset read against the server Date, used, resource',
+    headers: {
+      date: DATE,
+      'x-ratelimit-limit': '5000',
+      'x-ratelimit-remaining': '4987',
+      'x-ratelimit-reset': String(SERVER_NOW / 1000 + 1200),
+      'x-ratelimit-used': '13',
+      'x-ratelimit-resource': 'core',
+    },
+    dialect: 'x-ratelimit',
+    limits: [limit({ policy: 'core', quota: 5000, remaining: 4987, reset: 1200 * S })],
+  },
+  {
+    name: 'GitHub: only limit and used',
+    headers: { date: DATE, 'x-ratelimit-limit': '60', 'x-ratelimit-used': '60', 'x-ratelimit-resource': 'search' },
+    dialect: 'x-ratelimit',
+    limits: [limit({ policy: 'search', quota: 60, remaining: 0 })],
+  },
+  {
+    name: 'X-RateLimit with a delta-seconds reset',
+    headers: { 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': '42' },
+    dialect: 'x-ratelimit',
+    limits: [limit({ policy: 'default', quota: 60, remaining: 0, reset: 42 * S })],
+  },
+  {
+    name: 'X-RateLimit with an epoch-milliseconds reset',
+    headers: { date: DATE, 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '1', 'X-RateLimit-Reset': String(SERVER_NOW + 2500) },
+    dialect: 'x-ratelimit',
+    limits: [limit({ policy: 'default', quota: 60, remaining: 1, reset: 2500 })],
+  },
+  {
+    name: 'Twitter: X-Rate-Limit-* spelling',
+    headers: { date: DATE, 'x-rate-limit-limit': '900', 'x-rate-limit-remaining': '899', 'x-rate-limit-reset': String(SERVER_NOW / 1000 + 900) },
+    dialect: 'x-ratelimit',
+    limits: [limit({ policy: 'default', quota: 900, remaining: 899, reset: 900 * S })],
+  },
+  {
+    name: 'Discord: decimal epoch reset and Reset-After (which wins)',
+    headers: {
+      date: DATE,
+      'X-RateLimit-Limit': '5',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(SERVER_NOW / 1000 + 1.5),
+      'X-RateLimit-Reset-After': '1.234',
+    },
+    dialect: 'x-ratelimit',
+    limits: [limit({ policy: 'default', quota: 5, remaining: 0, reset: 1234 })],
+  },
+  {
+    name: 'an RFC 3339 reset',
+    headers: { date: DATE, 'X-RateLimit-Remaining': '3', 'X-RateLimit-Reset': '2026-11-21T13:00:30Z' },
+    dialect: 'x-ratelimit',
+    limits: [limit({ policy: 'default', remaining: 3, reset: 30 * S })],
+  },
+  {
+    name: 'draft-10 and X-RateLimit together (the worker with legacy headers): draft-10 wins',
+    headers: {
+      'RateLimit-Policy': '"burst";q=50;w=5',
+      RateLimit: '"burst";r=12;t=0',
+      'X-RateLimit-Limit': '50',
+      'X-RateLimit-Remaining': '12',
+      'X-RateLimit-Reset': '4',
+    },
+    dialect: 'draft-10',
+    limits: [limit({ policy: 'burst', quota: 50, window: 5 * S, remaining: 12, reset: 0 })],
+  },
+];
+
+for (const { name, headers, dialect, limits } of realWorld) {
+  test(`real world: ${name}`, () => {
+    const seen = read(new Headers(headers));
+    assert.equal(seen.dialect, dialect);
+    assert.deepEqual(seen.limits, limits);
+    // A plain object (Node's IncomingHttpHeaders, axios) reads the same.
+    assert.deepEqual(read(headers).limits, limits);
+  });
+}
+
+test('Retry-After: delay-seconds, and all three HTTP-date forms against the server Date (skew)', () => {
+  const forms = {
+    '120': 120 * S,
+    'Sat, 21 Nov 2026 13:00:05 GMT': 5 * S, // IMF-fixdate
+    'Saturday, 21-Nov-26 13:00:05 GMT': 5 * S, // obsolete RFC 850
+    'Sat Nov 21 13:00:05 2026': 5 * S, // asctime
+  };
+  for (const [value, expected] of Object.entries(forms)) {
+    const seen = read({ date: DATE, 'retry-after': value });
+    assert.equal(seen.retryAfter, expected, value);
+    assert.equal(seen.skew, 2 * S);
+    assert.equal(seen.date, SERVER_NOW);
+  }
+  // asctime pads a one-digit day with a space.
+  assert.equal(read({ date: 'Tue, 01 Dec 2026 12:00:00 GMT', 'retry-after': 'Tue Dec  1 12:00:09 2026' }).retryAfter, 9 * S);
+  // Without Date, an HTTP-date is read against the client's clock.
+  assert.equal(read({ 'retry-after': 'Sat, 21 Nov 2026 13:00:05 GMT' }).retryAfter, 3 * S);
+  // A date in the past means now.
+  assert.equal(read({ date: DATE, 'retry-after': 'Sat, 21 Nov 2026 12:00:00 GMT' }).retryAfter, 0);
+});
+
+test('Retry-After with RateLimit: both are read (the pacer gives Retry-After precedence)', () => {
+  const seen = read({ 'retry-after': '20', 'ratelimit-policy': '"dynamic";q=100;w=60', ratelimit: '"dynamic";r=15;t=40' });
+  assert.equal(seen.retryAfter, 20 * S);
+  assert.deepEqual(seen.limits, [limit({ policy: 'dynamic', quota: 100, window: 60 * S, remaining: 15, reset: 40 * S })]);
+});
+
+test('an RFC 850 two-digit year more than 50 years ahead is the last century', () => {
+  assert.equal(read({ 'retry-after': 'Sunday, 06-Nov-94 08:49:37 GMT' }).retryAfter, 0);
+  const seen = read({ date: 'Sun, 06 Nov 1994 08:49:30 GMT', 'retry-after': 'Sunday, 06-Nov-94 08:49:37 GMT' });
+  assert.equal(seen.retryAfter, 7 * S);
+});
+
+test('fields split over several lines combine as one list', () => {
+  const headers = new Headers();
+  headers.append('RateLimit-Policy', '"a";q=10;w=1');
+  headers.append('RateLimit-Policy', '"b";q=100;w=60');
+  headers.append('RateLimit', '"b";r=7;t=3');
+  assert.deepEqual(read(headers).limits, [
+    limit({ policy: 'a', quota: 10, window: 1 * S }),
+    limit({ policy: 'b', quota: 100, window: 60 * S, remaining: 7, reset: 3 * S }),
+  ]);
+  // Node's IncomingHttpHeaders gives repeated fields as arrays.
+  assert.equal(read({ 'ratelimit-policy': ['"a";q=10;w=1', '"b";q=100;w=60'] }).limits.length, 2);
+});
+
+test('nothing to read: no headers, null, a cached response', () => {
+  assert.deepEqual(read(new Headers()), { dialect: null, limits: [] });
+  assert.deepEqual(read(null), { dialect: null, limits: [] });
+  assert.deepEqual(read(undefined), { dialect: null, limits: [] });
+  const cached = read({ age: '12', 'retry-after': '5', ratelimit: '"a";r=0;t=5' });
+  assert.deepEqual(cached, { dialect: null, limits: [], cached: true });
+  assert.equal(read({ age: '0', ratelimit: '"a";r=0;t=5' }).limits.length, 1);
+});
+
+// ---- malformed and hostile ----
+
+test('a malformed item is ignored and its siblings are kept', () => {
+  const cases = {
+    '"neg";q=-1;w=1': 'negative quota',
+    '"dec";q=1.5;w=1': 'decimal quota',
+    '"str";q="10";w=1': 'string quota',
+    '"none";w=1': 'no quota',
+    '"bool";q=?1': 'boolean quota',
+    '"pk";q=1;pk="abc"': 'pk not a byte sequence',
+    '"qu";q=1;qu=7': 'qu not a string',
+    '(1 2);q=1': 'an inner list',
+    '12;q=1': 'an integer name (draft-10 wants a string)',
+  };
+  for (const [item, why] of Object.entries(cases)) {
+    const seen = read({ 'ratelimit-policy': `${item}, "ok";q=5;w=1` });
+    assert.deepEqual(seen.limits, [limit({ policy: 'ok', quota: 5, window: 1 * S })], why);
+  }
+  // w must be positive: a zero window is no window.
+  assert.deepEqual(read({ 'ratelimit-policy': '"z";q=5;w=0' }).limits, [limit({ policy: 'z', quota: 5 })]);
+  // A service limit with neither r nor t, or a negative one, says nothing.
+  assert.deepEqual(read({ ratelimit: '"a", "b";r=-1, "c";t=2' }).limits, [limit({ policy: 'c', reset: 2 * S })]);
+});
+
+test('a field that is not a structured field is ignored whole, never thrown', () => {
+  const broken = [
+    '"a";q=10, ', // trailing comma
+    '"a;q=10', // unterminated string
+    '"a";q=10,,"b";q=1', // empty member
+    '"a";Q=10', // keys are lowercase
+    '"a";q=1234567890123456', // 16 digits
+    '"a";q=10 "b";q=1', // no comma
+    '"\u00e9";q=10', // non-ASCII string
+    '"a";pk=:not base64!:;q=1',
+    '"a";q=1;d=@1700000000;w=1', // a Date parameter followed by more: structured-headers 2.1.0 rejects it (see docs/client.md)
+  ];
+  for (const value of broken) {
+    assert.deepEqual(read({ 'ratelimit-policy': value, ratelimit: value }).limits, [], value);
+  }
+});
+
+test('absurd values are clamped to BOUNDS', () => {
+  const seen = read({
+    'ratelimit-policy': '"huge";q=999999999999999;w=999999999999999',
+    ratelimit: '"huge";r=999999999999999;t=999999999999999',
+    'retry-after': '99999999999999999999',
+  });
+  assert.deepEqual(seen.limits, [
+    limit({ policy: 'huge', quota: BOUNDS.maxQuota, window: BOUNDS.maxWindow, remaining: BOUNDS.maxQuota, reset: BOUNDS.maxWait }),
+  ]);
+  assert.equal(seen.retryAfter, BOUNDS.maxWait);
+  // Remaining above the quota is the quota.
+  assert.equal(read({ 'ratelimit-policy': '"a";q=10', ratelimit: '"a";r=50' }).limits[0].remaining, 10);
+  // An epoch reset an hour past the bound.
+  assert.equal(read({ date: DATE, 'x-ratelimit-reset': String(SERVER_NOW / 1000 + 90_000) }).limits[0].reset, BOUNDS.maxWait);
+});
+
+test('Retry-After and X-RateLimit values that are not numbers or dates are ignored', () => {
+  const badRetryAfter = ['-5', 'soon', '', '1e3', '0x10', 'Fri, 31 Feb 2026 07:28:00 GMT', 'Sat, 21 Nov 2026 25:28:00 GMT',
+    'Sat, 21 Nov 2026 13:00:05 UTC', 'Fri,21 Nov 2026 13:00:05 GMT', 'Funday, 21-Nov-26 13:00:05 GMT', 'x'.repeat(10_000)];
+  for (const value of badRetryAfter) assert.equal(read({ date: DATE, 'retry-after': value }).retryAfter, undefined, value);
+  for (const value of ['abc', '-1', '1e5', 'Infinity', 'NaN', '12abc', ' ']) {
+    assert.equal(read({ 'x-ratelimit-remaining': value, 'x-ratelimit-limit': value }).dialect, null, value);
+  }
+  // A Date that is not a date gives no skew, and absolute times fall back to the client clock.
+  const seen = read({ date: 'yesterday', 'retry-after': 'Sat, 21 Nov 2026 13:00:05 GMT' });
+  assert.equal(seen.skew, undefined);
+  assert.equal(seen.retryAfter, 3 * S);
+});
+
+test('hostile sizes: long fields are skipped unread, item counts and names are capped', () => {
+  const long = `"a";q=1, ${'"b";q=1, '.repeat(2000)}"c";q=1`;
+  const started = performance.now();
+  assert.deepEqual(read({ 'ratelimit-policy': long }).limits, []);
+  assert.ok(performance.now() - started < 50, 'an over-long field is not parsed');
+  const many = Array.from({ length: 100 }, (_, i) => `"p${i}";q=1`).join(', ');
+  assert.equal(read({ 'ratelimit-policy': many }).limits.length, BOUNDS.maxItems);
+  const longName = `"${'n'.repeat(BOUNDS.maxNameLength + 1)}";q=1, "short";q=1`;
+  assert.deepEqual(read({ 'ratelimit-policy': longName }).limits.map((l) => l.policy), ['short']);
+});
+
+test('names that are JavaScript specials are only names', () => {
+  const seen = read({ 'ratelimit-policy': '"__proto__";q=1;w=1, "constructor";q=2;w=1', ratelimit: '"__proto__";r=0;t=1' });
+  assert.deepEqual(seen.limits.map((l) => [l.policy, l.quota, l.remaining]), [['__proto__', 1, 0], ['constructor', 2, undefined]]);
+  assert.equal({}.polluted, undefined);
+});
+
+test('duplicate items: the first policy and the first service limit win; duplicate parameters, the last (RFC 9651)', () => {
+  const seen = read({ 'ratelimit-policy': '"a";q=10;w=1, "a";q=99;w=1', ratelimit: '"a";r=3, "a";r=9' });
+  assert.deepEqual(seen.limits, [limit({ policy: 'a', quota: 10, window: 1 * S, remaining: 3 })]);
+  assert.equal(read({ 'ratelimit-policy': '"a";q=10;q=20' }).limits[0].quota, 20);
+});
+
+test('partition keys keep policies of the same name apart', () => {
+  const seen = read({
+    'ratelimit-policy': '"user";q=10;w=1;pk=:YQ==:, "user";q=10;w=1;pk=:Yg==:',
+    ratelimit: '"user";r=4;pk=:Yg==:',
+  });
+  assert.deepEqual(seen.limits, [
+    limit({ policy: 'user', partitionKey: 'YQ==', quota: 10, window: 1 * S }),
+    limit({ policy: 'user', partitionKey: 'Yg==', quota: 10, window: 1 * S, remaining: 4 }),
+  ]);
+});
