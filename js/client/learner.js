@@ -1,0 +1,76 @@
+// Learning a rate from 429 timing alone, for servers whose headers the client cannot read (CORS
+// hides every response header not listed in Access-Control-Expose-Headers) or that send none.
+//
+// AIMD, as TCP does: the first 429 sets the rate to 90 % of the success rate measured over the
+// last seconds; each further 429 multiplies it by 0.75; every second without a 429 (after a
+// 2 s calm) raises it by 5 %, probing for room. The rate becomes an edgebucket bucket (a burst
+// of one second's worth), emptied at each 429 because the server has just said it is empty.
+
+import { learnedConfiguration, configurationKey } from './policies.js';
+
+/** Slowest rate learned: one request a minute. */
+export const MIN_RATE = 1 / 60;
+/** Rate assumed when a 429 comes before any success could be timed. */
+const FIRST_GUESS = 1;
+const DECREASE = 0.75;
+const INCREASE = 1.05;
+const MEASURE_OVER = 10_000;
+const CALM = 2_000;
+const MAX_BACKOFF = 30_000;
+
+export class Learner {
+  #makeBucket;
+  #successes = [];
+  #last429 = -Infinity;
+  #lastIncrease = -Infinity;
+  #strikes = 0;
+  #key = '';
+  /** Requests per second, once a 429 has been seen. */
+  rate = undefined;
+  /** The bucket pacing at `rate`, or null before the first 429. */
+  bucket = null;
+
+  /** @param {(configuration: object, previous: object | null) => object} makeBucket makes or reconfigures a bucket */
+  constructor(makeBucket) {
+    this.#makeBucket = makeBucket;
+  }
+
+  /** A response that was not a 429 (or 503). */
+  success(now) {
+    this.#strikes = 0;
+    this.#successes.push(now);
+    if (this.#successes.length > 256) this.#successes.shift();
+    if (this.rate === undefined || now - this.#last429 < CALM || now - this.#lastIncrease < 1000) return;
+    this.#lastIncrease = now;
+    this.#setRate(this.rate * INCREASE);
+  }
+
+  /**
+   * A 429 that said nothing else. Returns the extra backoff (ms) for consecutive 429s; the
+   * emptied bucket already makes the next request wait one interval.
+   */
+  rejected(now) {
+    this.#strikes += 1;
+    const recent = this.#successes.filter((t) => t > now - MEASURE_OVER && t > this.#last429);
+    this.#last429 = now;
+    this.#lastIncrease = now;
+    if (this.rate === undefined) {
+      const span = recent.length >= 2 ? now - recent[0] : 0;
+      this.#setRate(span > 0 ? (0.9 * recent.length * 1000) / span : FIRST_GUESS);
+    } else {
+      this.#setRate(this.rate * DECREASE);
+    }
+    const available = Number(this.bucket.getAvailableTokens());
+    if (available > 0) this.bucket.consumeIgnoringRateLimits(available);
+    return this.#strikes > 1 ? Math.min(500 * 2 ** (this.#strikes - 2), MAX_BACKOFF) : 0;
+  }
+
+  #setRate(rate) {
+    this.rate = Math.max(rate, MIN_RATE);
+    const configuration = learnedConfiguration(this.rate);
+    const key = configurationKey(configuration);
+    if (key === this.#key) return;
+    this.#key = key;
+    this.bucket = this.#makeBucket(configuration, this.bucket);
+  }
+}

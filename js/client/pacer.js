@@ -1,0 +1,397 @@
+// The pacing model: what the client has learned about each server, and whether a request may go
+// now. Decisions are synchronous and local, so a queue (or a tab leader, see tabs.js) can ask
+// `acquire` and get an answer without awaiting anything.
+//
+// - A *scope* is where requests go: an origin, optionally split by the client's `partition`
+//   option. A scope learns which policies its requests fall under and their partition keys.
+// - A *limit* is one policy × partition key of one origin: a local edgebucket Bucket configured
+//   from `q`/`w` (policies.js) and corrected from `r`/`t`. Two scopes the server puts in the
+//   same partition share it.
+// - Retry-After blocks the scope and takes precedence over `t`. A 429 that says nothing feeds
+//   the scope's Learner (learner.js).
+// - Until a scope's first response, one request at a time goes (a probe), so the policy is
+//   known before a burst is sent.
+//
+// docs/client.md explains how corrections account for requests in flight.
+
+import { PACED_UNITS, CONCURRENCY_UNIT, MIN_WINDOW, configurationFor, configurationKey } from './policies.js';
+import { Learner } from './learner.js';
+
+const NANOS_PER_MS = 1e6;
+
+/**
+ * What a request needs from the model.
+ *
+ * @typedef {object} Demand
+ * @property {string} scope where it goes (see createClient's `partition`)
+ * @property {string} origin its origin
+ * @property {number} cost units of a `requests` policy it consumes
+ * @property {number} bytes its content bytes, for `content-bytes` policies
+ */
+
+/**
+ * Proof of a grant, handed back with the response.
+ *
+ * @typedef {{ id: string, scope: string, origin: string }} Ticket
+ */
+
+/**
+ * `acquire`'s answer: go with a ticket, or wait `wait` ms (Infinity: until something changes).
+ *
+ * @typedef {{ ok: true, ticket: Ticket } | { ok: false, wait: number, reason: string }} Grant
+ */
+
+export class Pacer {
+  #engine;
+  #now;
+  #random;
+  #jitter;
+  #probe;
+  #ticketTtl;
+  #origin;
+  #scopes = new Map();
+  #limits = new Map();
+  #tickets = new Map();
+  #next = 1;
+  // Ticket ids name their pacer, so a tab leader never takes a predecessor's ticket for its own.
+  #nonce = Math.random().toString(36).slice(2, 10);
+  #listeners = new Set();
+
+  /**
+   * @param {object} options
+   * @param {{ Bucket: any, BucketConfiguration: any, TokensInheritanceStrategy: any }} options.engine the edgebucket package
+   * @param {() => number} options.now the clock, milliseconds (monotonic preferred)
+   * @param {() => number} [options.random] uniform in [0, 1), for jitter
+   * @param {number} [options.jitter] waits are stretched by up to this fraction
+   * @param {boolean} [options.probe] one request at a time to a scope until its first response
+   * @param {number} [options.ticketTtl] a ticket not returned within this many ms is forgotten
+   */
+  constructor({ engine, now, random = Math.random, jitter = 0.1, probe = true, ticketTtl = 300_000 }) {
+    this.#engine = engine;
+    this.#now = now;
+    this.#random = random;
+    this.#jitter = jitter;
+    this.#probe = probe;
+    this.#ticketTtl = ticketTtl;
+    this.#origin = now();
+  }
+
+  /**
+   * Whether a request may go now. A grant consumes from every limit of its scope at once.
+   *
+   * @param {Demand} demand
+   * @returns {Grant}
+   */
+  acquire(demand) {
+    const now = this.#now();
+    this.#expireTickets(now);
+    const scope = this.#scope(demand);
+    if (this.#probe && !scope.known && scope.probe !== null) return { ok: false, wait: Infinity, reason: 'probe' };
+    let wait = 0;
+    let reason = '';
+    const consider = (ms, why) => {
+      if (ms > wait) [wait, reason] = [ms, why];
+    };
+    consider(scope.blockedUntil - now, 'retry-after');
+    const limits = this.#limitsOf(scope);
+    for (const limit of limits) {
+      const [ms, why] = this.#waitFor(limit, demand, now);
+      consider(ms, why);
+    }
+    if (scope.learner.bucket) consider(nanosToWait(scope.learner.bucket, 1) / NANOS_PER_MS, 'learned');
+    if (wait > 0) return { ok: false, wait: this.#jittered(wait), reason };
+    return { ok: true, ticket: this.#grant(scope, limits, demand, now) };
+  }
+
+  /**
+   * What the response to a granted request said.
+   *
+   * @param {Ticket} ticket
+   * @param {number} status
+   * @param {import('./headers.js').Observation} observation
+   */
+  observe(ticket, status, observation) {
+    const now = this.#now();
+    const record = this.#tickets.get(ticket.id);
+    const scope = this.#scope(ticket);
+    scope.known = true;
+    if (!observation.cached) this.#learnFrom(scope, record, status, observation, now);
+    this.#forget(ticket, record);
+  }
+
+  /** A granted request ended without a response (network error, abort). */
+  release(ticket) {
+    this.#forget(ticket, this.#tickets.get(ticket.id));
+  }
+
+  /** Calls `listener` whenever a waiting request might now go; returns the unsubscribe function. */
+  onChange(listener) {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** What the model holds, for stats and debugging. */
+  snapshot() {
+    const now = this.#now();
+    const limits = [...this.#limits.values()].map((limit) => ({
+      origin: limit.origin,
+      policy: limit.policy,
+      partitionKey: limit.partitionKey,
+      unit: limit.unit,
+      quota: limit.quota,
+      window: limit.window,
+      available: limit.bucket ? Number(limit.bucket.getAvailableTokens()) : undefined,
+      inFlight: limit.inflight.size,
+    }));
+    const scopes = [...this.#scopes.values()].map((scope) => ({
+      scope: scope.key,
+      blockedFor: Math.max(0, scope.blockedUntil - now),
+      learnedRate: scope.learner.rate,
+    }));
+    return { limits, scopes };
+  }
+
+  // ---- granting ----
+
+  #grant(scope, limits, demand, now) {
+    const ticket = { id: `${this.#nonce}.${this.#next++}`, scope: scope.key, origin: scope.origin };
+    const record = { ticket, at: now, entries: [] };
+    for (const limit of limits) this.#consume(limit, demand, record);
+    const learned = scope.learner.bucket;
+    if (learned && !learned.tryConsume(1)) learned.consumeIgnoringRateLimits(1);
+    if (!scope.known) scope.probe = ticket.id;
+    this.#tickets.set(ticket.id, record);
+    return ticket;
+  }
+
+  #waitFor(limit, demand, now) {
+    if (limit.unit === CONCURRENCY_UNIT) {
+      return limit.quota !== undefined && limit.inflight.size >= limit.quota ? [Infinity, 'concurrency'] : [0, ''];
+    }
+    const cost = this.#cost(limit, demand);
+    if (cost === 0) return [0, ''];
+    let wait = 0;
+    let reason = '';
+    if (limit.allowance !== null && limit.allowance.until <= now) limit.allowance = null;
+    if (limit.allowance !== null && limit.allowance.remaining < cost) {
+      [wait, reason] = [limit.allowance.until - now, 'reset'];
+    }
+    if (limit.bucket !== null) {
+      const refill = nanosToWait(limit.bucket, cost) / NANOS_PER_MS;
+      if (refill > wait) [wait, reason] = [refill, 'policy'];
+    }
+    return [wait, reason];
+  }
+
+  #consume(limit, demand, record) {
+    const id = record.ticket.id;
+    if (limit.unit === CONCURRENCY_UNIT) {
+      limit.inflight.set(id, { mark: 0, cost: 0 });
+      record.entries.push({ limit, mark: 0 });
+      return;
+    }
+    const cost = this.#cost(limit, demand);
+    if (cost === 0) return;
+    if (limit.bucket !== null && !limit.bucket.tryConsume(cost)) limit.bucket.consumeIgnoringRateLimits(cost);
+    if (limit.allowance !== null) limit.allowance.remaining -= cost;
+    limit.dispatched += cost;
+    limit.inflight.set(id, { mark: limit.dispatched, cost });
+    record.entries.push({ limit, mark: limit.dispatched });
+  }
+
+  /** Units a request takes from a limit; never more than the quota, or it could never go. */
+  #cost(limit, demand) {
+    const units = limit.unit === 'content-bytes' ? demand.bytes : demand.cost;
+    if (!(units > 0)) return 0;
+    return limit.quota >= 1 ? Math.min(units, limit.quota) : units;
+  }
+
+  #jittered(wait) {
+    if (!Number.isFinite(wait)) return wait;
+    return Math.max(1, Math.ceil(wait * (1 + this.#jitter * this.#random())));
+  }
+
+  // ---- learning ----
+
+  #learnFrom(scope, record, status, observation, now) {
+    const { retryAfter } = observation;
+    if (retryAfter !== undefined) scope.blockedUntil = Math.max(scope.blockedUntil, now + retryAfter);
+    let told = retryAfter !== undefined;
+    for (const limit of observation.limits) {
+      told = this.#learnLimit(scope, record, status, limit, retryAfter !== undefined, now) || told;
+    }
+    if (status === 429 && !told) {
+      const backoff = scope.learner.rejected(now);
+      scope.blockedUntil = Math.max(scope.blockedUntil, now + backoff);
+    } else if (status < 400) {
+      scope.learner.success(now);
+    }
+  }
+
+  /** Learns one limit; whether it said when quota returns (`r` or `t`). */
+  #learnLimit(scope, record, status, seen, retryAfterGiven, now) {
+    if (!PACED_UNITS.has(seen.unit) && seen.unit !== CONCURRENCY_UNIT) return false;
+    scope.policies.set(seen.policy, seen.partitionKey);
+    const limit = this.#limit(scope.origin, seen);
+    limit.unit = seen.unit;
+    if (seen.quota !== undefined) limit.quota = seen.quota;
+    if (seen.window !== undefined) limit.window = seen.window;
+    if (seen.reset !== undefined) limit.longestReset = Math.max(limit.longestReset, seen.reset);
+    if (limit.unit === CONCURRENCY_UNIT) return false;
+    this.#configure(limit);
+    // A 429 naming only `t` (the draft's own example) means nothing remains until then.
+    const remaining = seen.remaining ?? (status === 429 && seen.reset !== undefined ? 0 : undefined);
+    if (remaining === undefined) return false;
+    const estimate = this.#correct(limit, record, remaining);
+    if (!retryAfterGiven && seen.reset > 0) this.#holdUntilReset(limit, remaining, estimate, seen.reset, now);
+    return true;
+  }
+
+  /** (Re)configures a limit's bucket from what is known; a window never told is guessed from resets. */
+  #configure(limit) {
+    let window = limit.window;
+    if (window === undefined && limit.quota !== undefined) {
+      window = Math.max(Math.ceil(limit.longestReset / 1000) * 1000, MIN_WINDOW);
+    }
+    const configuration = configurationFor({ policy: limit.policy, quota: limit.quota, window });
+    const key = configurationKey(configuration);
+    if (key === limit.configurationKey) return;
+    limit.configurationKey = key;
+    limit.bucket = configuration === null ? null : this.#bucket(configuration, limit.bucket);
+  }
+
+  /**
+   * Sets the bucket to what the server's `r` implies now. `r` was counted when the server
+   * handled this request; every request sent after it, and every earlier one still unanswered,
+   * may not have been counted yet, so they are subtracted: the estimate never exceeds the truth.
+   * Returns the estimate.
+   */
+  #correct(limit, record, remaining) {
+    const mine = record?.entries.find((entry) => entry.limit === limit);
+    let others = 0;
+    if (mine) {
+      others = limit.dispatched - mine.mark;
+      for (const [id, entry] of limit.inflight) {
+        if (id !== record.ticket.id && entry.mark < mine.mark) others += entry.cost;
+      }
+    } else {
+      for (const entry of limit.inflight.values()) others += entry.cost;
+    }
+    const estimate = Math.min(remaining - others, limit.quota ?? Infinity);
+    // Equal whole tokens: keep the bucket, and the fraction of a token it has refilled since.
+    if (limit.bucket !== null && estimate !== Number(limit.bucket.getAvailableTokens())) {
+      setLevel(limit.bucket, estimate, limit.quota);
+    }
+    return estimate;
+  }
+
+  /**
+   * `t` with `r`: no more than `r` until `t` (a window's end). A token bucket that reports the
+   * wait for its next token rounded up to whole seconds is recognized (its `t` is within a second
+   * of our own wait) and our finer wait is kept, or every empty bucket would cost a second.
+   */
+  #holdUntilReset(limit, remaining, estimate, reset, now) {
+    if (remaining === 0 && limit.bucket !== null) {
+      const ownWait = nanosToWait(limit.bucket, 1) / NANOS_PER_MS;
+      if (reset <= Math.ceil(ownWait / 1000) * 1000 + 1000) return;
+    }
+    limit.allowance = { remaining: estimate, until: now + reset };
+  }
+
+  #bucket(configuration, previous) {
+    const { Bucket, BucketConfiguration, TokensInheritanceStrategy } = this.#engine;
+    const parsed = BucketConfiguration.fromJSON(configuration);
+    if (previous) {
+      previous.replaceConfiguration(parsed, TokensInheritanceStrategy.AS_IS);
+      return previous;
+    }
+    return Bucket.builder().withConfiguration(parsed).withCustomTimeMeter(this.#meter).build();
+  }
+
+  // Nanoseconds since the pacer started: exact as a number for 104 days.
+  #meter = () => {
+    const nanos = Math.round((this.#now() - this.#origin) * NANOS_PER_MS);
+    return Number.isSafeInteger(nanos) ? nanos : BigInt(nanos);
+  };
+
+  // ---- bookkeeping ----
+
+  #scope({ scope: key, origin }) {
+    let scope = this.#scopes.get(key);
+    if (!scope) {
+      scope = {
+        key,
+        origin,
+        known: false,
+        probe: null,
+        blockedUntil: 0,
+        policies: new Map(),
+        learner: new Learner((configuration, previous) => this.#bucket(configuration, previous)),
+      };
+      this.#scopes.set(key, scope);
+    }
+    return scope;
+  }
+
+  #limit(origin, { policy, partitionKey }) {
+    const key = JSON.stringify([origin, policy, partitionKey]);
+    let limit = this.#limits.get(key);
+    if (!limit) {
+      limit = {
+        origin,
+        policy,
+        partitionKey,
+        unit: 'requests',
+        quota: undefined,
+        window: undefined,
+        longestReset: 0,
+        configurationKey: '',
+        bucket: null,
+        allowance: null,
+        dispatched: 0,
+        inflight: new Map(),
+      };
+      this.#limits.set(key, limit);
+    }
+    return limit;
+  }
+
+  #limitsOf(scope) {
+    const limits = [];
+    for (const [policy, partitionKey] of scope.policies) {
+      const limit = this.#limits.get(JSON.stringify([scope.origin, policy, partitionKey]));
+      if (limit) limits.push(limit);
+    }
+    return limits;
+  }
+
+  #forget(ticket, record) {
+    if (record) {
+      for (const { limit } of record.entries) limit.inflight.delete(ticket.id);
+      this.#tickets.delete(ticket.id);
+    }
+    const scope = this.#scopes.get(ticket.scope);
+    if (scope && scope.probe === ticket.id) scope.probe = null;
+    for (const listener of this.#listeners) listener();
+  }
+
+  // A ticket never handed back (its tab closed mid-request) stops counting as in flight.
+  #expireTickets(now) {
+    for (const [, record] of this.#tickets) {
+      if (record.at > now - this.#ticketTtl) break;
+      this.#forget(record.ticket, record);
+    }
+  }
+}
+
+/** Nanoseconds until `tokens` are there, as a number (Infinity if never). */
+function nanosToWait(bucket, tokens) {
+  const probe = bucket.estimateAbilityToConsume(tokens);
+  return probe.canBeConsumed ? 0 : Number(probe.nanosToWaitForRefill);
+}
+
+/** Sets a one-bandwidth bucket to exactly `level` whole tokens (no fraction): full, then a debt. */
+function setLevel(bucket, level, capacity) {
+  bucket.reset();
+  if (capacity - level > 0) bucket.consumeIgnoringRateLimits(capacity - level);
+}

@@ -1,0 +1,13 @@
+// Shared by the client tests, which run from a scratch project where tests/client/run.sh
+// installed the packed tarball: EDGEBUCKET_REPO is the repository, for the client's internal
+// modules (tested on their own with the package's real Bucket injected).
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+export const repo = process.env.EDGEBUCKET_REPO;
+if (!repo) throw new Error('EDGEBUCKET_REPO must name the repository (see tests/client/run.sh)');
+
+/** A module of js/client/ in the repository. */
+export function source(file) {
+  return import(pathToFileURL(path.join(repo, 'js/client', file)).href);
+}

@@ -1,0 +1,280 @@
+// The pacing model on a manual clock: the package's real Bucket (installed tarball) driven by
+// js/client/pacer.js from the repository, fed observations read by the packed readHeaders.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as engine from 'edgebucket';
+import { readHeaders } from 'edgebucket/client';
+import { source } from './helpers.mjs';
+
+const { Pacer } = await source('pacer.js');
+
+const ORIGIN = 'https://api.example';
+
+function setup(options = {}) {
+  const clock = { t: 0 };
+  const pacer = new Pacer({ engine, now: () => clock.t, random: () => 0, jitter: 0, ...options });
+  return { clock, pacer };
+}
+
+const demand = (fields = {}) => ({ scope: ORIGIN, origin: ORIGIN, cost: 1, bytes: 0, ...fields });
+const seen = (headers) => readHeaders(headers, { now: 0 });
+
+/** Grants until the pacer says wait; returns the tickets and the refusal. */
+function drain(pacer, d = demand(), max = 1000) {
+  const tickets = [];
+  for (let i = 0; i < max; i++) {
+    const grant = pacer.acquire(d);
+    if (!grant.ok) return { tickets, refusal: grant };
+    tickets.push(grant.ticket);
+  }
+  return { tickets, refusal: null };
+}
+
+/** The probe, answered with `headers`. */
+function learn(pacer, headers, status = 200, d = demand()) {
+  const grant = pacer.acquire(d);
+  assert.equal(grant.ok, true);
+  pacer.observe(grant.ticket, status, seen(headers));
+}
+
+const available = (pacer, policy) => pacer.snapshot().limits.find((l) => l.policy === policy).available;
+
+test('one probe goes first; a server without limits is then not paced', () => {
+  const { pacer } = setup();
+  const probe = pacer.acquire(demand());
+  assert.equal(probe.ok, true);
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: Infinity, reason: 'probe' });
+  pacer.observe(probe.ticket, 200, seen({}));
+  assert.equal(drain(pacer, demand(), 100).tickets.length, 100);
+});
+
+test('a failed probe lets the next request probe', () => {
+  const { pacer } = setup();
+  const probe = pacer.acquire(demand());
+  pacer.release(probe.ticket);
+  assert.equal(pacer.acquire(demand()).ok, true);
+  assert.equal(pacer.acquire(demand()).ok, false);
+});
+
+test('q/w configure a greedy bucket, r sets its level, and waits are its exact refill times', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=5;w=1', ratelimit: '"b";r=4;t=0' });
+  const { tickets, refusal } = drain(pacer);
+  assert.equal(tickets.length, 4);
+  assert.deepEqual(refusal, { ok: false, wait: 200, reason: 'policy' });
+  clock.t = 199;
+  assert.equal(pacer.acquire(demand()).ok, false);
+  clock.t = 200;
+  assert.equal(pacer.acquire(demand()).ok, true);
+});
+
+test('r lowers the local bucket, and raises it when the server has more than we thought', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=10;w=100', ratelimit: '"b";r=1' });
+  const first = drain(pacer);
+  assert.equal(first.tickets.length, 1, 'r=1: one more');
+  // Its response says the server has 6 left (another limit was lifted): nothing else in flight.
+  pacer.observe(first.tickets[0], 200, seen({ ratelimit: '"b";r=6' }));
+  assert.equal(available(pacer, 'b'), 6);
+  assert.equal(drain(pacer).tickets.length, 6);
+});
+
+test('corrections subtract requests the server may not have counted yet, so they never overshoot', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=10;w=1000', ratelimit: '"b";r=9' });
+  const [a, b, c] = [pacer.acquire(demand()), pacer.acquire(demand()), pacer.acquire(demand())].map((g) => g.ticket);
+  assert.equal(available(pacer, 'b'), 6);
+  // The server counted A, B, C in order (r = 8, 7, 6); the responses arrive B, A, C. The truth
+  // after all three is 6; each estimate must stay at or below the truth of its moment.
+  pacer.observe(b, 200, seen({ ratelimit: '"b";r=7' }));
+  assert.equal(available(pacer, 'b'), 5, 'B: C sent after it, A still out: 7 - 2');
+  pacer.observe(a, 200, seen({ ratelimit: '"b";r=8' }));
+  assert.equal(available(pacer, 'b'), 6, 'A: B and C sent after it: 8 - 2');
+  pacer.observe(c, 200, seen({ ratelimit: '"b";r=6' }));
+  assert.equal(available(pacer, 'b'), 6);
+});
+
+test('Retry-After blocks the scope and takes precedence over t', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, { 'retry-after': '3', 'ratelimit-policy': '"b";q=100;w=60', ratelimit: '"b";r=0;t=10' }, 429);
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 3000, reason: 'retry-after' });
+  clock.t = 3000;
+  const after = pacer.acquire(demand());
+  assert.equal(after.ok, true, 't=10 was not taken: the bucket decides after Retry-After');
+});
+
+test('t with r on a fixed window: no more than r until t, though the bucket would refill sooner', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, { 'ratelimit-policy': '"w";q=100;w=60', ratelimit: '"w";r=3;t=30' });
+  assert.equal(drain(pacer).tickets.length, 3);
+  clock.t = 20_000; // the greedy bucket has refilled 33 by now
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 10_000, reason: 'reset' });
+  clock.t = 30_000;
+  assert.equal(pacer.acquire(demand()).ok, true);
+});
+
+test('r=0 with t: a window end is waited for; a token bucket rounding up to a second is not', () => {
+  const fixed = setup();
+  learn(fixed.pacer, { 'ratelimit-policy': '"w";q=100;w=60', ratelimit: '"w";r=0;t=30' });
+  assert.deepEqual(fixed.pacer.acquire(demand()), { ok: false, wait: 30_000, reason: 'reset' });
+  // 10 per second, empty: the next token is 100 ms away, and the server says t=1 (rounded up).
+  const bucket = setup();
+  learn(bucket.pacer, { 'ratelimit-policy': '"b";q=10;w=1', ratelimit: '"b";r=0;t=1' });
+  assert.deepEqual(bucket.pacer.acquire(demand()), { ok: false, wait: 100, reason: 'policy' });
+});
+
+test('a 429 naming only t (the draft, B.3.1) means nothing until then', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': 'quota;q=100;w=60', ratelimit: 'quota;t=5' }, 429);
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 5000, reason: 'reset' });
+});
+
+test('a quota of 0 holds until t', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=0;w=60', ratelimit: '"b";r=0;t=42' });
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 42_000, reason: 'reset' });
+});
+
+test('a changed policy replaces the configuration, keeping tokens as they are (AS_IS)', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=10;w=1', ratelimit: '"b";r=9' });
+  const { tickets } = drain(pacer, demand(), 3);
+  pacer.observe(tickets[0], 200, seen({ 'ratelimit-policy': '"b";q=2;w=10' }));
+  assert.equal(pacer.snapshot().limits[0].quota, 2);
+  assert.equal(available(pacer, 'b'), 2, 'lowered to the new capacity');
+  drain(pacer);
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 5000, reason: 'policy' });
+  clock.t = 5000;
+  assert.equal(pacer.acquire(demand()).ok, true);
+});
+
+test('several policies: a request goes only when every one of them allows it', () => {
+  const { pacer } = setup();
+  learn(pacer, {
+    'ratelimit-policy': '"burst";q=10;w=1, "hourly";q=3;w=3600',
+    ratelimit: '"burst";r=9, "hourly";r=2',
+  });
+  const { tickets, refusal } = drain(pacer);
+  assert.equal(tickets.length, 2);
+  assert.equal(refusal.reason, 'policy');
+  assert.equal(refusal.wait, 1_200_000, 'the hourly one: 20 minutes a request');
+});
+
+test('partition keys: scopes the server puts in one partition share a budget', () => {
+  const { pacer } = setup();
+  const alice = demand({ scope: `${ORIGIN} alice` });
+  const bob = demand({ scope: `${ORIGIN} bob` });
+  const carol = demand({ scope: `${ORIGIN} carol` });
+  const policy = (pk, r) => ({ 'ratelimit-policy': `"u";q=5;w=100;pk=:${pk}:`, ratelimit: `"u";r=${r};pk=:${pk}:` });
+  learn(pacer, policy('QQ==', 4), 200, alice);
+  learn(pacer, policy('QQ==', 3), 200, bob); // same partition as alice
+  learn(pacer, policy('Qw==', 4), 200, carol);
+  assert.equal(pacer.snapshot().limits.length, 2);
+  assert.equal(drain(pacer, alice).tickets.length + drain(pacer, bob).tickets.length, 3);
+  assert.equal(drain(pacer, carol).tickets.length, 4);
+});
+
+test('concurrent-requests limits requests in flight, not a rate', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"c";q=2;qu="concurrent-requests"' });
+  const { tickets, refusal } = drain(pacer);
+  assert.equal(tickets.length, 2);
+  assert.deepEqual(refusal, { ok: false, wait: Infinity, reason: 'concurrency' });
+  let woken = 0;
+  pacer.onChange(() => woken++);
+  pacer.observe(tickets[0], 200, seen({}));
+  assert.equal(woken, 1);
+  assert.equal(pacer.acquire(demand()).ok, true);
+});
+
+test('content-bytes policies count request bytes; unknown units are not paced', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"bytes";q=1000;w=10;qu="content-bytes", "odd";q=1;w=100;qu="acme-points"' });
+  assert.equal(pacer.snapshot().limits.length, 1, 'acme-points ignored');
+  assert.equal(pacer.acquire(demand({ bytes: 600 })).ok, true);
+  assert.equal(pacer.acquire(demand({ bytes: 0 })).ok, true, 'no body, no bytes');
+  assert.deepEqual(pacer.acquire(demand({ bytes: 600 })), { ok: false, wait: 2000, reason: 'policy' });
+  // A body larger than the quota waits for a full bucket rather than forever.
+  const big = pacer.acquire(demand({ bytes: 5000 }));
+  assert.equal(big.wait, 6000);
+});
+
+test('cost is in units of the policy', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=10;w=10', ratelimit: '"b";r=10' });
+  assert.equal(pacer.acquire(demand({ cost: 7 })).ok, true);
+  assert.deepEqual(pacer.acquire(demand({ cost: 4 })), { ok: false, wait: 1000, reason: 'policy' });
+  assert.equal(pacer.acquire(demand({ cost: 3 })).ok, true);
+});
+
+test('jitter stretches waits by up to the given fraction, never shortens them', () => {
+  for (const [random, wait] of [[0, 200], [0.5, 210], [0.999, 220]]) {
+    const { pacer } = setup({ jitter: 0.1, random: () => random });
+    learn(pacer, { 'ratelimit-policy': '"b";q=5;w=1', ratelimit: '"b";r=0' });
+    assert.equal(pacer.acquire(demand()).wait, wait);
+  }
+});
+
+test('an unknown window is guessed from the longest reset seen (X-RateLimit without a window)', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '59', 'x-ratelimit-reset': '30' });
+  const [limit] = pacer.snapshot().limits;
+  assert.equal(limit.quota, 60);
+  // 59 until the reset (30 s) whatever the bucket: the allowance.
+  assert.equal(drain(pacer).tickets.length, 59);
+});
+
+test('a cached response teaches nothing', () => {
+  const { pacer } = setup();
+  learn(pacer, { age: '30', 'ratelimit-policy': '"b";q=1;w=100', ratelimit: '"b";r=0;t=100' });
+  assert.equal(drain(pacer, demand(), 50).tickets.length, 50);
+});
+
+test('429s that say nothing: the learner measures the success rate, then backs off multiplicatively', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, {});
+  // 20 successes at 10 per second.
+  for (let i = 0; i < 20; i++) {
+    clock.t += 100;
+    const grant = pacer.acquire(demand());
+    pacer.observe(grant.ticket, 200, seen({}));
+  }
+  clock.t += 100;
+  pacer.observe(pacer.acquire(demand()).ticket, 429, seen({}));
+  const rate = pacer.snapshot().scopes[0].learnedRate;
+  assert.ok(rate > 8 && rate < 10, `about 90 % of 10/s, got ${rate}`);
+  const refusal = pacer.acquire(demand());
+  assert.equal(refusal.reason, 'learned');
+  assert.ok(refusal.wait > 90 && refusal.wait <= 125, `one interval, got ${refusal.wait}`);
+  // A second 429 in a row: ×0.75 and a backoff.
+  clock.t += refusal.wait;
+  pacer.observe(pacer.acquire(demand()).ticket, 429, seen({}));
+  assert.ok(Math.abs(pacer.snapshot().scopes[0].learnedRate - rate * 0.75) < 1e-9);
+  assert.equal(pacer.acquire(demand()).reason, 'retry-after');
+});
+
+test('the learner probes upward after a calm, 5 % a second', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, {});
+  clock.t += 1000;
+  pacer.observe(pacer.acquire(demand()).ticket, 429, seen({}));
+  const first = pacer.snapshot().scopes[0].learnedRate;
+  assert.equal(first, 1, 'no success to time: one a second');
+  for (let i = 0; i < 6; i++) {
+    clock.t += 1000;
+    const grant = pacer.acquire(demand());
+    assert.equal(grant.ok, true);
+    pacer.observe(grant.ticket, 200, seen({}));
+  }
+  const raised = pacer.snapshot().scopes[0].learnedRate;
+  assert.ok(Math.abs(raised - 1.05 ** 5) < 1e-9, `five increases after the 2 s calm, got ${raised}`);
+});
+
+test('a ticket never handed back stops counting as in flight after ticketTtl', () => {
+  const { pacer, clock } = setup({ ticketTtl: 1000 });
+  learn(pacer, { 'ratelimit-policy': '"c";q=1;qu="concurrent-requests"' });
+  assert.equal(pacer.acquire(demand()).ok, true);
+  assert.equal(pacer.acquire(demand()).ok, false);
+  clock.t = 1000;
+  assert.equal(pacer.acquire(demand()).ok, true);
+});
