@@ -14,7 +14,7 @@ setup:
 	rustup toolchain install
 
 ## Everything CI runs.
-test: setup lint unit docs fuzz-check npm-test
+test: setup lint unit docs fuzz-check npm-test client-test
 
 lint:
 	cargo fmt --check
@@ -68,6 +68,18 @@ npm-test: wasm-lint wasm-test package
 ## JS benchmark in one Node process: edgebucket beside limiter, rate-limiter-flexible, bottleneck.
 bench-js: package
 	node --expose-gc benches/js/bench.mjs
+
+# --- The pacing client edgebucket/client (js/client/; docs/client.md) ---
+.PHONY: client-test bench-client
+
+## The client against the packed tarball: parser and model tests, a 20 s pacing run at 3x demand
+## against a Node server enforcing the limit with edgebucket, ky and axios, two Chromium tabs.
+client-test: package
+	tests/client/run.sh
+
+## Pacing beside a reactive client (retry after 429, honouring Retry-After): 429s, goodput, time.
+bench-client: package
+	tests/client/run.sh bench
 
 ## Criterion benchmarks (edgebucket beside governor).
 bench: setup

@@ -1,25 +1,60 @@
 //! The Cloudflare Worker (feature `worker`): exact token buckets in Durable Objects, served as a
 //! JSON rate-limit service under `/v1` and as a gateway in front of an origin, with the IETF
-//! `RateLimit` headers on every decision. Design notes: `docs/worker.md`.
+//! `RateLimit` headers on every decision. Built with `worker-build`, configured in
+//! `wrangler.toml`. Design notes: `docs/worker.md`.
 //!
 //! One concept per module:
-//! - configuration: [`policy`](crate::worker::policy), [`routes`](crate::worker::routes);
-//! - the `/v1` API's endpoints and bodies: [`api`](crate::worker::api);
-//! - deciding: [`decide`](crate::worker::decide) (shared by the Durable Object and the fallback),
-//!   [`protocol`](crate::worker::protocol) (what the front worker and the object exchange),
-//!   [`failure`](crate::worker::failure) (when the object cannot decide);
-//! - answers: [`headers`](crate::worker::headers), [`errors`](crate::worker::errors);
+//! - configuration: [`policy`](crate::worker::policy), [`routes`](crate::worker::routes), held
+//!   per isolate by [`settings`](crate::worker::settings);
+//! - serving: [`api`](crate::worker::api) (endpoints and bodies) and
+//!   [`service`](crate::worker::service) for `/v1`, [`gateway`](crate::worker::gateway) for the rest;
+//! - deciding: [`client`](crate::worker::client) asks the key's
+//!   [`durable_object`](crate::worker::durable_object), or falls back per
+//!   [`failure`](crate::worker::failure); [`decide`](crate::worker::decide) is the logic both
+//!   share, [`protocol`](crate::worker::protocol) what they exchange;
+//! - answers: [`headers`](crate::worker::headers), [`errors`](crate::worker::errors),
+//!   [`respond`](crate::worker::respond);
 //! - requests: [`keys`](crate::worker::keys), [`auth`](crate::worker::auth);
-//! - observing: [`metrics`](crate::worker::metrics).
+//! - observing: [`log`](crate::worker::log), [`metrics`](crate::worker::metrics).
 
 pub mod api;
 pub mod auth;
+pub mod client;
 pub mod decide;
+#[allow(missing_docs)] // the #[durable_object] expansion adds undocumented public glue
+pub mod durable_object;
 pub mod errors;
 pub mod failure;
+pub mod gateway;
 pub mod headers;
 pub mod keys;
+pub mod log;
 pub mod metrics;
 pub mod policy;
 pub mod protocol;
+pub mod respond;
 pub mod routes;
+pub mod service;
+pub mod settings;
+
+use worker::{event, Context, Env, Request, Response};
+
+pub use durable_object::BucketObject;
+
+/// The worker's entry point: `/v1` is the service API, everything else the gateway.
+#[event(fetch)]
+pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+    let started = client::js_millis() as f64;
+    let settings = match settings::load(&env) {
+        Ok(settings) => settings,
+        Err(error) => return respond::problem(&error),
+    };
+    match api::endpoint(&req.inner().method(), &req.path()) {
+        Ok(Some(endpoint)) => service::handle(endpoint, req, &env, &settings, started).await,
+        Ok(None) => gateway::handle(req, &env, &settings, started).await,
+        Err(error) => {
+            metrics::with(|m| m.error(&error.code));
+            respond::problem(&error)
+        }
+    }
+}

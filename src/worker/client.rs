@@ -1,0 +1,91 @@
+//! The front worker's side of a bucket: sends a command to the key's Durable Object and, when the
+//! object cannot decide, applies the policy's failure mode.
+
+use std::cell::RefCell;
+
+use worker::{wasm_bindgen::JsValue, Env, Method, Request, RequestInit};
+
+use super::decide;
+use super::errors::ApiError;
+use super::failure::{FailureMode, LocalBuckets};
+use super::protocol::{Command, Outcome};
+use super::settings::Settings;
+
+/// The Durable Object binding's name in `wrangler.toml`.
+pub const BINDING: &str = "BUCKETS";
+
+thread_local! {
+    static LOCAL: RefCell<LocalBuckets> = RefCell::new(LocalBuckets::default());
+}
+
+/// A decision, and who took it.
+#[derive(Debug)]
+pub struct Verdict {
+    /// The outcome, or the error to answer.
+    pub result: Result<Outcome, ApiError>,
+    /// Set when the policy's failure mode decided instead of the object.
+    pub fallback: Option<FailureMode>,
+    /// Why the object could not decide.
+    pub failure: Option<String>,
+}
+
+/// Decides `command` for `key`: by its Durable Object, else by the policy's failure mode.
+pub async fn decide(env: &Env, settings: &Settings, key: &str, command: &Command) -> Verdict {
+    match send(env, key, command).await {
+        Ok((200, body)) => Verdict { result: parse_outcome(&body), fallback: None, failure: None },
+        Ok((status, body)) if (400..500).contains(&status) => {
+            let error = ApiError::from_problem(status, &body).unwrap_or_else(|| ApiError::internal(body));
+            Verdict { result: Err(error), fallback: None, failure: None }
+        }
+        Ok((status, body)) => fall_back(settings, key, command, format!("the bucket answered {status}: {body}")),
+        Err(error) => fall_back(settings, key, command, error.to_string()),
+    }
+}
+
+/// Sends `command` to the object of `key`; returns its status and body.
+///
+/// # Errors
+/// When the binding is missing or the object cannot be reached.
+pub async fn send(env: &Env, key: &str, command: &Command) -> worker::Result<(u16, String)> {
+    let stub = env.durable_object(BINDING)?.id_from_name(key)?.get_stub()?;
+    let body = serde_json::to_string(command).map_err(|e| worker::Error::RustError(e.to_string()))?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post).with_body(Some(JsValue::from_str(&body)));
+    let mut response = stub.fetch_with_request(Request::new_with_init("https://bucket/", &init)?).await?;
+    Ok((response.status_code(), response.text().await?))
+}
+
+fn parse_outcome(body: &str) -> Result<Outcome, ApiError> {
+    serde_json::from_str(body).map_err(|e| ApiError::internal(format!("unreadable answer from the bucket: {e}")))
+}
+
+/// The policy's failure mode. Only consume and reserve have one; administrative commands fail.
+fn fall_back(settings: &Settings, key: &str, command: &Command, failure: String) -> Verdict {
+    let unavailable = ApiError::new(503, "RATE_LIMITER_UNAVAILABLE", "the bucket could not decide; try again shortly");
+    let policy = match command {
+        Command::Consume { .. } | Command::Reserve { .. } => command.policy().and_then(|p| settings.policies.get(p)),
+        _ => None,
+    };
+    let Some(policy) = policy else {
+        return Verdict { result: Err(unavailable), fallback: None, failure: Some(failure) };
+    };
+    let now = now_nanos();
+    let result = match policy.failure {
+        FailureMode::Open => Ok(decide::describe(policy, now)),
+        FailureMode::Closed => Err(unavailable),
+        FailureMode::Degrade => {
+            LOCAL.with(|local| local.borrow_mut().apply(key, command, &settings.policies, now)).map(|e| e.outcome)
+        }
+    };
+    Verdict { result, fallback: Some(policy.failure), failure: Some(failure) }
+}
+
+/// The isolate's clock (`Date.now()`) in nanoseconds.
+pub fn now_nanos() -> i64 {
+    js_millis() * 1_000_000
+}
+
+/// `Date.now()`: whole milliseconds since the epoch.
+pub fn js_millis() -> i64 {
+    worker::js_sys::Date::now() as i64
+}

@@ -1,0 +1,206 @@
+//! One Durable Object per bucket key (`idFromName(key)`): the single place a bucket lives, so
+//! every request for the key, wherever it lands, sees one consistent bucket.
+//!
+//! - The bucket is read from SQLite storage once, kept in memory, and decided on at `Date.now()`.
+//! - A decision that changes the bucket writes it (one synchronous SQL statement) before the
+//!   answer leaves: the output gate holds the answer until the write is durable. A decision that
+//!   changes nothing writes nothing.
+//! - Decisions never await between reading and writing the bucket, so they are serialized
+//!   without locks.
+//! - The state is the core codec's bytes in a BLOB (SQLite integers beyond 2^53 do not survive
+//!   workers-rs), the policy name in TEXT.
+//! - Refill is lazy: no refill alarms. One alarm deletes the bucket once it has been idle for its
+//!   time to full refill plus the policy's grace, so idle keys cost nothing.
+
+use std::cell::{Cell, RefCell};
+
+// The #[durable_object] expansion names `wasm_bindgen`.
+use worker::wasm_bindgen;
+use worker::{durable_object, js_sys, Env, Request, Response, ScheduledTime, SqlStorageValue, State};
+
+use super::client::js_millis;
+use super::decide::{self, Held};
+use super::errors::ApiError;
+use super::protocol::{round_up, Command, Deleted, MILLISECOND};
+use super::respond;
+use super::settings;
+
+/// Grace for a bucket whose policy has gone from the configuration.
+const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The Durable Object class that holds one bucket (`class_name = "BucketObject"`).
+#[durable_object]
+pub struct BucketObject {
+    state: State,
+    env: Env,
+    /// `None` until read from storage.
+    held: RefCell<Option<Option<Held>>>,
+    /// When the bucket may be deleted, epoch milliseconds (kept in storage too).
+    idle_until: Cell<f64>,
+    /// Whether this instance has scheduled the idle alarm.
+    alarm_set: Cell<bool>,
+}
+
+impl worker::DurableObject for BucketObject {
+    fn new(state: State, env: Env) -> Self {
+        BucketObject { state, env, held: RefCell::new(None), idle_until: Cell::new(0.0), alarm_set: Cell::new(false) }
+    }
+
+    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        // serde_json, not req.json(): JavaScript's JSON.parse would round 64-bit integers.
+        let command = req.text().await.and_then(|text| serde_json::from_str::<Command>(&text).map_err(|e| e.into()));
+        let command = match command {
+            Ok(command) => command,
+            Err(e) => return respond::problem(&ApiError::bad_request("INVALID_COMMAND", e.to_string())),
+        };
+        match self.handle(command).await {
+            Ok(body) => respond::json_text(200, body),
+            Err(error) => respond::problem(&error),
+        }
+    }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        self.alarm_set.set(false);
+        if let Err(error) = self.expire().await {
+            worker::console_error!("idle alarm: {} {}", error.code, error.message);
+        }
+        Response::empty()
+    }
+}
+
+impl BucketObject {
+    async fn handle(&self, command: Command) -> Result<String, ApiError> {
+        if command == Command::Delete {
+            let deleted = Deleted { deleted: self.delete().await? };
+            return serde_json::to_string(&deleted).map_err(|e| ApiError::internal(e.to_string()));
+        }
+        let settings = settings::load(&self.env)?;
+        self.load()?;
+        let now = js_millis() * 1_000_000;
+        let effect = {
+            let mut held = self.held.borrow_mut();
+            decide::apply(held.as_mut().expect("loaded"), &command, &settings.policies, now)?
+        };
+        if effect.changed {
+            self.persist(&settings, now)?;
+            self.schedule_alarm().await?;
+        }
+        serde_json::to_string(&effect.outcome).map_err(|e| ApiError::internal(e.to_string()))
+    }
+
+    /// Reads the bucket on first use. Reading never creates storage: an unknown key stays free.
+    fn load(&self) -> Result<(), ApiError> {
+        if self.held.borrow().is_some() {
+            return Ok(());
+        }
+        let sql = self.state.storage().sql();
+        let tables = sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'bucket'", None);
+        let exists = tables.map_err(storage)?.raw().next().is_some();
+        let held = if exists { self.read_row()? } else { None };
+        *self.held.borrow_mut() = Some(held);
+        Ok(())
+    }
+
+    fn read_row(&self) -> Result<Option<Held>, ApiError> {
+        let sql = self.state.storage().sql();
+        let cursor = sql.exec("SELECT policy, state, idle_until FROM bucket WHERE id = 0", None).map_err(storage)?;
+        let Some(row) = cursor.raw().next() else {
+            return Ok(None);
+        };
+        match row.map_err(storage)?.as_slice() {
+            [SqlStorageValue::String(policy), SqlStorageValue::Blob(bytes), idle_until] => {
+                self.idle_until.set(match idle_until {
+                    SqlStorageValue::Float(ms) => *ms,
+                    SqlStorageValue::Integer(ms) => *ms as f64,
+                    _ => 0.0,
+                });
+                let held = Held::decode(policy.clone(), bytes).map_err(|e| {
+                    ApiError::new(500, "STORAGE_CORRUPT", format!("the stored bucket is unreadable: {e}"))
+                })?;
+                Ok(Some(held))
+            }
+            _ => Err(ApiError::new(500, "STORAGE_CORRUPT", "the stored row has an unexpected shape")),
+        }
+    }
+
+    /// Writes the bucket and its idle deadline; on failure forgets the in-memory copy so the
+    /// next request reads what storage really holds.
+    fn persist(&self, settings: &settings::Settings, now: i64) -> Result<(), ApiError> {
+        let (policy, bytes, idle_until) = {
+            let held = self.held.borrow();
+            let held = held.as_ref().and_then(Option::as_ref).expect("a changed bucket exists");
+            let grace = settings.policies.get(&held.policy).map_or(DEFAULT_GRACE, |p| p.idle_grace);
+            let ttl_millis = round_up(held.bucket.idle_expiry_nanos(grace, now), MILLISECOND).unwrap_or(i64::MAX);
+            (held.policy.clone(), held.encode(), idle_deadline(now, ttl_millis))
+        };
+        let sql = self.state.storage().sql();
+        let written = sql
+            .exec(
+                "CREATE TABLE IF NOT EXISTS bucket (id INTEGER PRIMARY KEY, policy TEXT NOT NULL, state BLOB NOT NULL, idle_until REAL NOT NULL)",
+                None,
+            )
+            .and_then(|_| {
+                sql.exec(
+                    "INSERT OR REPLACE INTO bucket (id, policy, state, idle_until) VALUES (0, ?, ?, ?)",
+                    vec![policy.into(), bytes.into(), idle_until.into()],
+                )
+            });
+        if let Err(error) = written {
+            *self.held.borrow_mut() = None;
+            return Err(storage(error));
+        }
+        self.idle_until.set(idle_until);
+        Ok(())
+    }
+
+    /// One alarm per object instance: when it fires early (the bucket was used since), it is
+    /// set again for the new deadline, so a busy bucket costs one alarm write per idle period.
+    async fn schedule_alarm(&self) -> Result<(), ApiError> {
+        if self.alarm_set.get() {
+            return Ok(());
+        }
+        self.set_alarm(self.idle_until.get()).await
+    }
+
+    async fn set_alarm(&self, at_millis: f64) -> Result<(), ApiError> {
+        let at = ScheduledTime::new(js_sys::Date::new(&at_millis.into()));
+        self.state.storage().set_alarm(at).await.map_err(storage)?;
+        self.alarm_set.set(true);
+        Ok(())
+    }
+
+    /// The idle alarm: delete the bucket if it has been idle long enough, else wait again.
+    async fn expire(&self) -> Result<(), ApiError> {
+        self.load()?;
+        if !matches!(*self.held.borrow(), Some(Some(_))) {
+            return Ok(());
+        }
+        if (js_millis() as f64) < self.idle_until.get() {
+            return self.set_alarm(self.idle_until.get()).await;
+        }
+        self.delete().await.map(|_| ())
+    }
+
+    /// Deletes everything the object stores; returns whether there was a bucket.
+    async fn delete(&self) -> Result<bool, ApiError> {
+        let existed = match self.load() {
+            Ok(()) => matches!(*self.held.borrow(), Some(Some(_))),
+            Err(_) => true, // unreadable, but there
+        };
+        // Forget first: a request arriving while storage is cleared starts a fresh bucket.
+        *self.held.borrow_mut() = Some(None);
+        self.alarm_set.set(false);
+        self.state.storage().delete_all().await.map_err(storage)?;
+        Ok(existed)
+    }
+}
+
+/// `now` (ns) plus `ttl_millis`, in epoch milliseconds, within what a JavaScript `Date` holds.
+fn idle_deadline(now: i64, ttl_millis: i64) -> f64 {
+    const MAX_DATE_MILLIS: f64 = 8.64e15;
+    ((now / 1_000_000) as f64 + ttl_millis as f64).min(MAX_DATE_MILLIS)
+}
+
+fn storage(error: worker::Error) -> ApiError {
+    ApiError::new(500, "STORAGE_ERROR", format!("storage failed: {error}"))
+}

@@ -1,0 +1,110 @@
+//! Gateway mode: requests outside `/v1` are matched against `ROUTES`; an admitted request is
+//! forwarded to `ORIGIN` (method, headers, body and query unchanged, redirects not followed)
+//! and the origin's answer gets the rate-limit headers; a rejected one gets 429
+//! `application/problem+json` (`quota-exceeded`, `violated-policies`) with `Retry-After`.
+
+use worker::{web_sys, Env, Fetch, Request, Response};
+
+use super::client;
+use super::errors::{self, ApiError};
+use super::headers::{self, Context};
+use super::log::DecisionLine;
+use super::metrics;
+use super::protocol::{Command, Mode};
+use super::respond;
+use super::routes;
+use super::settings::Settings;
+
+/// Answers a request outside the service API.
+///
+/// # Errors
+/// Only if the runtime fails to build a response.
+pub async fn handle(req: Request, env: &Env, settings: &Settings, started: f64) -> worker::Result<Response> {
+    let url = req.url()?;
+    let method = req.inner().method();
+    let Some((route, captures)) = routes::find(&settings.routes, &method, url.path()) else {
+        if settings.routes.is_empty() {
+            return respond::problem(&ApiError::not_found(url.path()));
+        }
+        return forward(req, settings, &[]).await;
+    };
+    let key = match routes::bucket_key(route, &captures, |name| req.headers().get(name).ok().flatten()) {
+        Ok(key) => key,
+        Err(error) => {
+            metrics::with(|m| m.error(&error.code));
+            return respond::problem(&error);
+        }
+    };
+    let command = Command::Consume { policy: route.policy.clone(), tokens: route.cost, mode: Mode::Try };
+    let verdict = client::decide(env, settings, &key, &command).await;
+    let mut line = DecisionLine::new(&key, &command, client::js_millis() as f64 - started);
+    line.route = Some(&route.pattern);
+    let outcome = match &verdict.result {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            line.emit(verdict.fallback, Some(error), verdict.failure.as_deref(), settings.log_decisions);
+            return respond::problem(error);
+        }
+    };
+    let policy = settings.policies.get(&route.policy);
+    let shadow_rejected = !outcome.allowed && policy.is_some_and(|p| p.shadow);
+    line.outcome(outcome, shadow_rejected).emit(
+        verdict.fallback,
+        None,
+        verdict.failure.as_deref(),
+        settings.log_decisions,
+    );
+    let context =
+        Context { legacy: policy.is_some_and(|p| p.legacy_headers), fallback: verdict.fallback, shadow_rejected };
+    let headers = headers::for_outcome(outcome, context);
+    if outcome.allowed || shadow_rejected {
+        return forward(req, settings, &headers).await;
+    }
+    let problem = errors::quota_exceeded(&outcome.violated(), headers::retry_after(outcome));
+    respond::problem_with(429, problem.to_string(), &headers)
+}
+
+/// Sends `req` to the origin and returns its answer with `extra` headers added.
+async fn forward(req: Request, settings: &Settings, extra: &[(&str, String)]) -> worker::Result<Response> {
+    let origin = settings.origin.as_deref().unwrap_or_default();
+    let url = req.url()?;
+    let target = format!("{origin}{}{}", url.path(), url.query().map(|q| format!("?{q}")).unwrap_or_default());
+    let upstream = match upstream_request(&req, &target) {
+        Ok(upstream) => upstream,
+        Err(error) => return respond::problem(&ApiError::internal(error.to_string())),
+    };
+    let response = match Fetch::Request(upstream.into()).send().await {
+        Ok(response) => response,
+        Err(error) => {
+            let error = ApiError::new(502, "ORIGIN_UNREACHABLE", format!("the origin did not answer: {error}"));
+            metrics::with(|m| m.error(&error.code));
+            return respond::problem(&error);
+        }
+    };
+    let status = response.status_code();
+    let headers = respond::mutable_copy(response.headers())?;
+    for (name, value) in extra {
+        if *name == "Access-Control-Expose-Headers" {
+            headers.append(name, value)?; // keep what the origin exposes
+        } else {
+            headers.set(name, value)?;
+        }
+    }
+    let (_, body) = response.into_parts();
+    Ok(Response::builder().with_status(status).with_headers(headers).body(body))
+}
+
+/// The same request aimed at `target`: method, headers (less `Host`) and body stream.
+fn upstream_request(req: &Request, target: &str) -> worker::Result<web_sys::Request> {
+    let inner = req.inner();
+    let headers = web_sys::Headers::new_with_headers(&inner.headers())?;
+    headers.delete("Host")?;
+    let init = web_sys::RequestInit::new();
+    init.set_method(&inner.method());
+    init.set_headers(&headers);
+    if let Some(body) = inner.body() {
+        init.set_body(&body);
+    }
+    init.set_redirect(web_sys::RequestRedirect::Manual);
+    Ok(web_sys::Request::new_with_str_and_init(target, &init)?)
+}

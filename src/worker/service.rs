@@ -1,0 +1,172 @@
+//! Serving the `/v1` API: authorize, read the body, decide, answer with the decision and its
+//! headers. Rejections are 429 with the draft's `quota-exceeded` problem document extended with
+//! the decision; estimates are always 200.
+
+use worker::{Env, Request, Response};
+
+use super::api::{self, DecisionBody, Endpoint, MAX_BODY_BYTES};
+use super::client::{self, Verdict};
+use super::errors::{self, ApiError};
+use super::headers::{self, Context};
+use super::log::DecisionLine;
+use super::metrics;
+use super::protocol::{Command, Deleted, Mode, Outcome};
+use super::respond;
+use super::settings::Settings;
+
+/// Answers `endpoint`; `started` is the request's arrival (epoch ms) for the latency metric.
+///
+/// # Errors
+/// Only if the runtime fails to build a response.
+pub async fn handle(
+    endpoint: Endpoint,
+    mut req: Request,
+    env: &Env,
+    settings: &Settings,
+    started: f64,
+) -> worker::Result<Response> {
+    match serve(&endpoint, &mut req, env, settings, started).await {
+        Ok(response) => Ok(response),
+        Err(error) => {
+            metrics::with(|m| m.error(&error.code));
+            respond::problem(&error)
+        }
+    }
+}
+
+async fn serve(
+    endpoint: &Endpoint,
+    req: &mut Request,
+    env: &Env,
+    settings: &Settings,
+    started: f64,
+) -> Result<Response, ApiError> {
+    let authorization = req.headers().get("Authorization").ok().flatten();
+    settings.secrets.check(endpoint.role(), authorization.as_deref())?;
+    let (key, command) = match endpoint {
+        Endpoint::Policies => return policies(settings).map_err(runtime),
+        Endpoint::Metrics => return metrics_text().map_err(runtime),
+        Endpoint::Consume(key) | Endpoint::Reserve(key) | Endpoint::Replace(key) => {
+            (key, api::command(endpoint, &read_body(req).await?)?)
+        }
+        Endpoint::Inspect(key) | Endpoint::Reset(key) | Endpoint::Delete(key) => (key, api::command(endpoint, b"")?),
+    };
+    match command {
+        Command::Delete => delete(env, key).await,
+        Command::Consume { .. } | Command::Reserve { .. } => Ok(decision(env, settings, key, &command, started).await),
+        _ => {
+            let outcome = client::decide(env, settings, key, &command).await.result?;
+            respond::json(200, &DecisionBody::new(key, &outcome), &[]).map_err(runtime)
+        }
+    }
+}
+
+/// Consume or reserve: decide, log, count, answer with headers. Errors are answered here too,
+/// so that each request is logged once with its verdict or error.
+async fn decision(env: &Env, settings: &Settings, key: &str, command: &Command, started: f64) -> Response {
+    let verdict = client::decide(env, settings, key, command).await;
+    let line = DecisionLine::new(key, command, client::js_millis() as f64 - started);
+    let policy = command.policy().and_then(|name| settings.policies.get(name));
+    let response = match &verdict.result {
+        Ok(outcome) => {
+            let shadow_rejected = !outcome.allowed && policy.is_some_and(|p| p.shadow) && !is_estimate(command);
+            line.outcome(outcome, shadow_rejected).emit(
+                verdict.fallback,
+                None,
+                verdict.failure.as_deref(),
+                settings.log_decisions,
+            );
+            let context = Context {
+                legacy: policy.is_some_and(|p| p.legacy_headers),
+                fallback: verdict.fallback,
+                shadow_rejected,
+            };
+            answer(key, outcome, command, &verdict, context)
+        }
+        Err(error) => {
+            line.emit(verdict.fallback, Some(error), verdict.failure.as_deref(), settings.log_decisions);
+            respond::problem(error)
+        }
+    };
+    response.unwrap_or_else(|e| Response::error(e.to_string(), 500).expect("500 is an error status"))
+}
+
+fn answer(
+    key: &str,
+    outcome: &Outcome,
+    command: &Command,
+    verdict: &Verdict,
+    context: Context,
+) -> worker::Result<Response> {
+    let headers = headers::for_outcome(outcome, context);
+    let mut body = DecisionBody::new(key, outcome);
+    body.fallback = verdict.fallback.map(|f| f.label());
+    body.shadow_rejected = context.shadow_rejected;
+    body.allowed = outcome.allowed || context.shadow_rejected;
+    if body.allowed || is_estimate(command) {
+        return respond::json(200, &body, &headers);
+    }
+    let mut problem = errors::quota_exceeded(&outcome.violated(), headers::retry_after(outcome));
+    if let (Some(problem), serde_json::Value::Object(decision)) =
+        (problem.as_object_mut(), serde_json::to_value(&body)?)
+    {
+        problem.extend(decision);
+    }
+    respond::problem_with(429, problem.to_string(), &headers)
+}
+
+fn is_estimate(command: &Command) -> bool {
+    matches!(command, Command::Consume { mode: Mode::Estimate, .. })
+}
+
+async fn delete(env: &Env, key: &str) -> Result<Response, ApiError> {
+    let unavailable =
+        |e: String| ApiError::new(503, "RATE_LIMITER_UNAVAILABLE", format!("the bucket could not be deleted: {e}"));
+    let (status, body) = client::send(env, key, &Command::Delete).await.map_err(|e| unavailable(e.to_string()))?;
+    if status != 200 {
+        return Err(unavailable(body));
+    }
+    let deleted: Deleted = serde_json::from_str(&body).map_err(|e| unavailable(e.to_string()))?;
+    respond::json(200, &deleted, &[]).map_err(runtime)
+}
+
+fn policies(settings: &Settings) -> worker::Result<Response> {
+    let list: serde_json::Map<String, serde_json::Value> = settings
+        .policies
+        .iter()
+        .map(|p| {
+            let entry = serde_json::json!({
+                "version": p.version, "strategy": p.strategy, "failure": p.failure, "shadow": p.shadow,
+                "idleGraceMs": p.idle_grace.as_millis() as u64, "legacyHeaders": p.legacy_headers,
+                "bandwidths": crate::ConfigurationSpec::from(&p.configuration).bandwidths,
+            });
+            (p.name.clone(), entry)
+        })
+        .collect();
+    respond::json(200, &list, &[])
+}
+
+fn metrics_text() -> worker::Result<Response> {
+    let mut response = Response::ok(metrics::with(|m| m.render()))?;
+    response.headers_mut().set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")?;
+    Ok(response)
+}
+
+/// The body, refused above [`MAX_BODY_BYTES`] (by `Content-Length` first, so an honest large
+/// upload is not read at all).
+async fn read_body(req: &mut Request) -> Result<Vec<u8>, ApiError> {
+    let too_large = || ApiError::new(413, "BODY_TOO_LARGE", format!("the body is limited to {MAX_BODY_BYTES} bytes"));
+    let declared = req.headers().get("Content-Length").ok().flatten().and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    let body = req.bytes().await.map_err(|e| ApiError::bad_request("INVALID_BODY", e.to_string()))?;
+    if body.len() > MAX_BODY_BYTES {
+        return Err(too_large());
+    }
+    Ok(body)
+}
+
+fn runtime(error: worker::Error) -> ApiError {
+    ApiError::internal(error.to_string())
+}

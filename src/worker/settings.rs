@@ -1,0 +1,70 @@
+//! The worker's configuration, read from its environment once per isolate: `[vars]` `POLICIES`,
+//! `ROUTES`, `ORIGIN`, `LOG_DECISIONS`, and the secrets `ADMIN_TOKEN` and `API_KEY`.
+//!
+//! `POLICIES` and `ROUTES` may be TOML tables in `wrangler.toml` (they arrive as objects, and
+//! are read through `JSON.stringify`, so integers beyond 2^53 lose precision there) or JSON
+//! strings (read exactly).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use worker::{js_sys, wasm_bindgen::JsValue, Env};
+
+use super::auth::Secrets;
+use super::errors::ApiError;
+use super::policy::Policies;
+use super::routes::{self, Route};
+
+/// Everything the worker and its Durable Objects read from the environment.
+#[derive(Debug)]
+pub struct Settings {
+    /// Named policies.
+    pub policies: Policies,
+    /// Gateway routes; empty when the worker is only a service.
+    pub routes: Vec<Route>,
+    /// Where the gateway forwards admitted requests, without a trailing slash.
+    pub origin: Option<String>,
+    /// Admin and service secrets.
+    pub secrets: Secrets,
+    /// Whether to log every decision (`LOG_DECISIONS`, default true) or only fallbacks and errors.
+    pub log_decisions: bool,
+}
+
+thread_local! {
+    // Bindings are fixed for an isolate's life (a deploy starts new isolates), so one read is
+    // enough; errors are kept too, so a bad configuration fails fast on every request.
+    static CACHE: RefCell<Option<Result<Rc<Settings>, ApiError>>> = const { RefCell::new(None) };
+}
+
+/// The settings, read on first use.
+///
+/// # Errors
+/// 500 `CONFIGURATION_ERROR` saying what is wrong.
+pub fn load(env: &Env) -> Result<Rc<Settings>, ApiError> {
+    CACHE.with(|cache| cache.borrow_mut().get_or_insert_with(|| read(env).map(Rc::new)).clone())
+}
+
+fn read(env: &Env) -> Result<Settings, ApiError> {
+    let policies =
+        Policies::parse(&var(env, "POLICIES").unwrap_or_else(|| "{}".into())).map_err(ApiError::configuration)?;
+    let routes = match var(env, "ROUTES") {
+        Some(json) => routes::parse(&json, &policies).map_err(ApiError::configuration)?,
+        None => Vec::new(),
+    };
+    let origin = var(env, "ORIGIN").filter(|o| !o.is_empty()).map(|o| o.trim_end_matches('/').to_owned());
+    if !routes.is_empty() && origin.is_none() {
+        return Err(ApiError::configuration("ROUTES needs ORIGIN, the URL to forward admitted requests to"));
+    }
+    let secrets = Secrets { admin_token: var(env, "ADMIN_TOKEN"), api_key: var(env, "API_KEY") };
+    let log_decisions = var(env, "LOG_DECISIONS").is_none_or(|v| v != "false");
+    Ok(Settings { policies, routes, origin, secrets, log_decisions })
+}
+
+/// A binding as text: strings as they are, objects as JSON; `None` when unset.
+fn var(env: &Env, name: &str) -> Option<String> {
+    let value = js_sys::Reflect::get(env, &JsValue::from_str(name)).ok()?;
+    if value.is_undefined() || value.is_null() {
+        return None;
+    }
+    value.as_string().or_else(|| js_sys::JSON::stringify(&value).ok().map(String::from))
+}

@@ -1,0 +1,295 @@
+// The /v1 service API end to end: the built worker in real workerd (Miniflare), over HTTP.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { start, post, admin, greedy, intervally, ADMIN } from './harness.mjs';
+
+const EXPOSE =
+  'RateLimit, RateLimit-Policy, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, ' +
+  'EdgeBucket-Fallback, EdgeBucket-Shadow';
+
+// Slow refills keep every header value exact whatever the test machine's speed.
+const POLICIES = {
+  two: { bandwidths: [greedy('burst', 3, 3, '1h'), intervally('daily', 5, 5, '1d')] },
+  one: { version: 1, bandwidths: [greedy(undefined, 10, 10, '1h')] },
+  other: { bandwidths: [greedy(undefined, 100, 100, '1h')] }, // unnamed like one's: replacement matches them
+  legacy: { legacyHeaders: true, bandwidths: [greedy('burst', 2, 2, '1h'), intervally('daily', 10, 10, '1d')] },
+  shadow: { shadow: true, bandwidths: [greedy('b', 1, 1, '1h')] },
+};
+
+let w;
+let n = 0;
+const key = () => `key-${++n}`;
+before(async () => {
+  w = await start({ vars: { POLICIES } });
+});
+after(() => w.stop());
+
+const consume = (k, body, headers) => w.call(`/v1/buckets/${k}/consume`, post(body, headers));
+const inspect = async (k) => (await w.call(`/v1/buckets/${encodeURIComponent(k)}`, admin())).json();
+
+test('two bandwidths: exact draft-10 headers on every decision, 429 problem with Retry-After', async () => {
+  const k = key();
+  let r = await consume(k, { policy: 'two' });
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get('content-type'), 'application/json');
+  assert.equal(r.headers.get('ratelimit-policy'), '"burst";q=3;w=3600, "daily";q=5;w=86400');
+  assert.equal(r.headers.get('ratelimit'), '"burst";r=2;t=0, "daily";r=4;t=0');
+  assert.equal(r.headers.get('access-control-expose-headers'), EXPOSE);
+  assert.equal(r.headers.get('retry-after'), null);
+  const body = await r.json();
+  assert.equal(body.allowed, true);
+  assert.equal(body.remaining, 2);
+  assert.deepEqual(body.bandwidths.map((b) => [b.name, b.capacity, b.windowSeconds, b.available]), [
+    ['burst', 3, 3600, 2],
+    ['daily', 5, 86400, 4],
+  ]);
+
+  r = await consume(k, { policy: 'two', tokens: 2 });
+  assert.equal(r.status, 200);
+  // burst is empty and refills one token every 1200 s: t is until it holds this request's 2.
+  assert.equal(r.headers.get('ratelimit'), '"burst";r=0;t=2400, "daily";r=2;t=0');
+
+  r = await consume(k, { policy: 'two' });
+  assert.equal(r.status, 429);
+  assert.equal(r.headers.get('content-type'), 'application/problem+json');
+  assert.equal(r.headers.get('ratelimit'), '"burst";r=0;t=1200, "daily";r=2;t=0');
+  assert.equal(r.headers.get('retry-after'), '1200');
+  const problem = await r.json();
+  assert.equal(problem.type, 'https://iana.org/assignments/http-problem-types#quota-exceeded');
+  assert.equal(problem.status, 429);
+  assert.deepEqual(problem['violated-policies'], ['burst']);
+  assert.equal(problem.allowed, false);
+  assert.ok(problem.waitMs > 1_199_000 && problem.waitMs <= 1_200_000, `${problem.waitMs}`);
+  assert.ok(Number(r.headers.get('retry-after')) * 1000 >= problem.waitMs, 'Retry-After never early');
+  assert.equal((await inspect(k)).remaining, 0, 'the rejection consumed nothing');
+});
+
+test('estimate changes nothing; ignore-limits goes into debt', async () => {
+  const k = key();
+  await consume(k, { policy: 'one', tokens: 9 });
+  let r = await consume(k, { policy: 'one', tokens: 5, mode: 'estimate' });
+  assert.equal(r.status, 200, 'an estimate is a question, never a 429');
+  assert.equal((await r.json()).allowed, false);
+  assert.equal(r.headers.get('ratelimit'), '"one";r=1;t=1440');
+  r = await consume(k, { policy: 'one', tokens: 1, mode: 'estimate' });
+  assert.equal((await r.json()).allowed, true);
+  assert.equal((await inspect(k)).remaining, 1);
+  r = await consume(k, { policy: 'one', tokens: 4, mode: 'ignore-limits' });
+  assert.equal(r.status, 200);
+  const body = await r.json();
+  assert.equal(body.bandwidths[0].available, -3);
+  // Seven tokens short of another 4: 7 × 360 s.
+  assert.equal(r.headers.get('ratelimit'), '"one";r=0;t=2520');
+  assert.ok(body.waitMs > 0, 'the violation is reported');
+});
+
+test('reserve: within maxWait it is reserved with the wait; beyond, refused and nothing taken', async () => {
+  const k = key();
+  await consume(k, { policy: 'one', tokens: 10 });
+  let r = await w.call(`/v1/buckets/${k}/reserve`, post({ policy: 'one', maxWait: '5 minutes' }));
+  assert.equal(r.status, 429);
+  assert.equal(r.headers.get('retry-after'), '360');
+  assert.equal((await inspect(k)).bandwidths[0].available, 0);
+  r = await w.call(`/v1/buckets/${k}/reserve`, post({ policy: 'one', tokens: 2, maxWait: '1h' }));
+  assert.equal(r.status, 200);
+  const body = await r.json();
+  assert.equal(body.allowed, true);
+  assert.ok(body.waitMs > 719_000 && body.waitMs <= 720_000, `${body.waitMs}`);
+  assert.equal((await inspect(k)).bandwidths[0].available, -2);
+});
+
+test('admin: inspect, replace with a strategy, reset, delete', async () => {
+  const k = key();
+  assert.equal((await w.call(`/v1/buckets/${k}`, admin())).status, 404);
+  await consume(k, { policy: 'one', tokens: 6 });
+  let state = await inspect(k);
+  assert.deepEqual([state.policy, state.version, state.remaining], ['one', 1, 4]);
+
+  let r = await w.call(`/v1/buckets/${k}/configuration`, admin({ method: 'PUT', body: JSON.stringify({ policy: 'other', strategy: 'PROPORTIONALLY' }) }));
+  assert.equal(r.status, 200);
+  state = await r.json();
+  assert.deepEqual([state.policy, state.remaining, state.bandwidths[0].capacity], ['other', 40, 100]);
+  r = await consume(k, { policy: 'one' });
+  assert.equal(r.status, 409, 'the bucket moved to another policy');
+  assert.equal((await r.json()).code, 'POLICY_MISMATCH');
+
+  r = await w.call(`/v1/buckets/${k}/reset`, admin({ method: 'POST' }));
+  assert.equal((await r.json()).remaining, 100);
+
+  r = await w.call(`/v1/buckets/${k}`, admin({ method: 'DELETE' }));
+  assert.deepEqual(await r.json(), { deleted: true });
+  assert.equal((await w.call(`/v1/buckets/${k}`, admin())).status, 404);
+  r = await w.call(`/v1/buckets/${k}`, admin({ method: 'DELETE' }));
+  assert.deepEqual(await r.json(), { deleted: false });
+  r = await consume(k, { policy: 'one' });
+  assert.equal((await r.json()).remaining, 9, 'a deleted key starts afresh');
+});
+
+test('auth: missing or wrong token is 401/403 and changes nothing', async () => {
+  const k = key();
+  await consume(k, { policy: 'one' });
+  const cases = [
+    ['GET', `/v1/buckets/${k}`],
+    ['POST', `/v1/buckets/${k}/reset`],
+    ['DELETE', `/v1/buckets/${k}`],
+    ['PUT', `/v1/buckets/${k}/configuration`, { policy: 'other' }],
+    ['GET', '/v1/metrics'],
+    ['GET', '/v1/policies'],
+  ];
+  for (const [method, path, body] of cases) {
+    for (const [authorization, status, code] of [
+      [undefined, 401, 'UNAUTHORIZED'],
+      [`Basic ${ADMIN}`, 401, 'UNAUTHORIZED'],
+      ['Bearer wrong', 403, 'FORBIDDEN'],
+      [`Bearer ${ADMIN}x`, 403, 'FORBIDDEN'],
+    ]) {
+      const headers = authorization ? { authorization } : {};
+      const r = await w.call(path, { method, headers, body: body && JSON.stringify(body) });
+      assert.equal(r.status, status, `${method} ${path} with ${authorization}`);
+      assert.equal(r.headers.get('content-type'), 'application/problem+json');
+      assert.equal((await r.json()).code, code);
+      if (status === 401) assert.equal(r.headers.get('www-authenticate'), 'Bearer');
+    }
+  }
+  const state = await inspect(k);
+  assert.deepEqual([state.policy, state.remaining], ['one', 9], 'nothing changed');
+});
+
+test('service calls need the API key when one is set; admin endpoints are off without ADMIN_TOKEN', async () => {
+  const locked = await start({ vars: { POLICIES, API_KEY: 'svc-key', ADMIN_TOKEN: undefined } });
+  try {
+    const call = (headers) => locked.call('/v1/buckets/k/consume', post({ policy: 'one' }, headers));
+    assert.equal((await call({})).status, 401);
+    assert.equal((await call({ authorization: 'Bearer nope' })).status, 403);
+    assert.equal((await call({ authorization: 'Bearer svc-key' })).status, 200);
+    const r = await locked.call('/v1/buckets/k', admin());
+    assert.equal(r.status, 403);
+    assert.equal((await r.json()).code, 'ADMIN_DISABLED');
+    const again = await call({ authorization: 'Bearer svc-key' });
+    assert.equal((await again.json()).remaining, 8, 'refused calls consumed nothing');
+  } finally {
+    await locked.stop();
+  }
+});
+
+test('bad input: a 4xx problem with a code, never a 5xx, and nothing changes', async () => {
+  const k = key();
+  await consume(k, { policy: 'one', tokens: 2 });
+  const raw = (body, headers = {}) => ({ method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+  const cases = [
+    ['malformed JSON', `/v1/buckets/${k}/consume`, raw('{"policy":'), 400, 'INVALID_JSON'],
+    ['not an object', `/v1/buckets/${k}/consume`, raw('[1,2]'), 400, 'INVALID_JSON'],
+    ['empty body', `/v1/buckets/${k}/consume`, raw(''), 400, 'INVALID_JSON'],
+    ['unknown field', `/v1/buckets/${k}/consume`, post({ policy: 'one', token: 1 }), 400, 'INVALID_REQUEST'],
+    ['missing policy', `/v1/buckets/${k}/consume`, post({ tokens: 1 }), 400, 'INVALID_REQUEST'],
+    ['unknown mode', `/v1/buckets/${k}/consume`, post({ policy: 'one', mode: 'always' }), 400, 'INVALID_REQUEST'],
+    ['unknown policy', `/v1/buckets/${k}/consume`, post({ policy: 'nope' }), 400, 'UNKNOWN_POLICY'],
+    ['tokens 0', `/v1/buckets/${k}/consume`, post({ policy: 'one', tokens: 0 }), 400, 'NON_POSITIVE_TOKENS'],
+    ['tokens negative', `/v1/buckets/${k}/consume`, post({ policy: 'one', tokens: -5 }), 400, 'NON_POSITIVE_TOKENS'],
+    ['tokens fractional', `/v1/buckets/${k}/consume`, post({ policy: 'one', tokens: 1.5 }), 400, 'INVALID_TOKENS'],
+    ['tokens huge', `/v1/buckets/${k}/consume`, raw('{"policy":"one","tokens":1e300}'), 400, 'INVALID_TOKENS'],
+    ['tokens past 64 bits', `/v1/buckets/${k}/consume`, raw('{"policy":"one","tokens":9223372036854775808}'), 400, 'INVALID_TOKENS'],
+    ['tokens a string', `/v1/buckets/${k}/consume`, post({ policy: 'one', tokens: '1' }), 400, 'INVALID_TOKENS'],
+    ['tokens above capacity', `/v1/buckets/${k}/consume`, post({ policy: 'one', tokens: 11 }), 400, 'TOKENS_EXCEED_CAPACITY'],
+    ['debt past 64 bits', `/v1/buckets/${k}/consume`, raw('{"policy":"one","tokens":9223372036854775807,"mode":"ignore-limits"}'), 400, 'RESERVATION_OVERFLOW'],
+    ['maxWait 0', `/v1/buckets/${k}/reserve`, post({ policy: 'one', maxWait: 0 }), 400, 'NON_POSITIVE_MAX_WAIT'],
+    ['maxWait unreadable', `/v1/buckets/${k}/reserve`, post({ policy: 'one', maxWait: 'soon' }), 400, 'INVALID_DURATION'],
+    ['empty key', '/v1/buckets//consume', post({ policy: 'one' }), 400, 'INVALID_KEY'],
+    ['over-long key', `/v1/buckets/${'k'.repeat(257)}/consume`, post({ policy: 'one' }), 400, 'INVALID_KEY'],
+    ['control character in key', '/v1/buckets/a%0Ab/consume', post({ policy: 'one' }), 400, 'INVALID_KEY'],
+    ['key not UTF-8', '/v1/buckets/%FF/consume', post({ policy: 'one' }), 400, 'INVALID_KEY'],
+    ['wrong method', `/v1/buckets/${k}/consume`, { method: 'GET' }, 405, 'METHOD_NOT_ALLOWED'],
+    ['unknown endpoint', `/v1/buckets/${k}/refill`, post({}), 404, 'NOT_FOUND'],
+    ['oversized body', `/v1/buckets/${k}/consume`, raw(JSON.stringify({ policy: 'one', pad: 'x'.repeat(20_000) })), 413, 'BODY_TOO_LARGE'],
+    ['bad strategy', `/v1/buckets/${k}/configuration`, admin({ method: 'PUT', body: '{"policy":"other","strategy":"MOST"}' }), 400, 'INVALID_REQUEST'],
+    ['replace to unknown policy', `/v1/buckets/${k}/configuration`, admin({ method: 'PUT', body: '{"policy":"nope"}' }), 400, 'UNKNOWN_POLICY'],
+  ];
+  for (const [name, path, init, status, code] of cases) {
+    const r = await w.call(path, init);
+    assert.equal(r.status, status, name);
+    assert.equal(r.headers.get('content-type'), 'application/problem+json', name);
+    const problem = await r.json();
+    assert.equal(problem.code, code, name);
+    assert.equal(problem.status, status, name);
+    assert.ok(problem.detail.length > 0, name);
+  }
+  const wrongMethod = await w.call(`/v1/buckets/${k}/consume`, { method: 'GET' });
+  assert.equal(wrongMethod.headers.get('allow'), 'POST');
+  const state = await inspect(k);
+  assert.deepEqual([state.policy, state.remaining], ['one', 8], 'nothing changed');
+});
+
+test('shadow mode decides and logs but never rejects', async () => {
+  const k = key();
+  assert.equal((await consume(k, { policy: 'shadow' })).status, 200);
+  const r = await consume(k, { policy: 'shadow' });
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get('edgebucket-shadow'), 'rejected');
+  assert.equal(r.headers.get('retry-after'), null);
+  assert.equal(r.headers.get('ratelimit'), '"b";r=0;t=3600');
+  const body = await r.json();
+  assert.deepEqual([body.allowed, body.shadowRejected], [true, true]);
+  const line = w.logs.findLast((l) => l.key === k);
+  assert.deepEqual([line.allowed, line.shadowRejected], [true, true]);
+});
+
+test('legacy X-RateLimit headers describe the tightest bandwidth', async () => {
+  const k = key();
+  const r = await consume(k, { policy: 'legacy' });
+  assert.equal(r.headers.get('x-ratelimit-limit'), '2');
+  assert.equal(r.headers.get('x-ratelimit-remaining'), '1');
+  assert.equal(r.headers.get('x-ratelimit-reset'), '1800');
+  assert.equal(r.headers.get('ratelimit'), '"burst";r=1;t=0, "daily";r=9;t=0');
+});
+
+test('one structured log line per decision, and Prometheus counters', async () => {
+  const k = key();
+  await consume(k, { policy: 'one', tokens: 10 });
+  await consume(k, { policy: 'one' });
+  const lines = w.logs.filter((l) => l.key === k);
+  assert.equal(lines.length, 2);
+  assert.deepEqual(
+    lines.map((l) => [l.event, l.policy, l.op, l.tokens, l.allowed, l.remaining]),
+    [
+      ['decision', 'one', 'try', 10, true, 0],
+      ['decision', 'one', 'try', 1, false, 0],
+    ],
+  );
+  assert.ok(lines[1].waitMs > 0 && typeof lines[1].latencyMs === 'number');
+  const r = await w.call('/v1/metrics', admin());
+  assert.equal(r.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8');
+  const text = await r.text();
+  const count = (name) => Number(text.match(new RegExp(`^${name.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm'))?.[1] ?? 0);
+  assert.ok(count('edgebucket_decisions_total{policy="one",outcome="allowed"}') >= 1);
+  assert.ok(count('edgebucket_decisions_total{policy="one",outcome="rejected"}') >= 1);
+  assert.ok(count('edgebucket_errors_total{code="UNAUTHORIZED"}') >= 1, 'the auth test counted errors');
+  assert.match(text, /^edgebucket_decision_latency_seconds_bucket\{le="\+Inf"\} \d+$/m);
+  assert.match(text, /^# TYPE edgebucket_decision_latency_seconds histogram$/m);
+});
+
+test("the shipped wrangler.toml configuration loads", async () => {
+  const shipped = await start({ tomlVars: true });
+  try {
+    const r = await shipped.call('/v1/policies', admin());
+    assert.equal(r.status, 200);
+    const policies = await r.json();
+    assert.deepEqual(Object.keys(policies).sort(), ['api', 'demo', 'login']);
+    assert.equal(policies.api.failure, 'degrade');
+    assert.equal(policies.api.bandwidths.length, 2);
+  } finally {
+    await shipped.stop();
+  }
+});
+
+test('a broken configuration is the operator\'s 500, with a message', async () => {
+  const broken = await start({ vars: { POLICIES: { p: { bandwidths: [greedy('b', 0, 1, '1s')] } } } });
+  try {
+    const r = await broken.call('/v1/buckets/k/consume', post({ policy: 'p' }));
+    assert.equal(r.status, 500);
+    const problem = await r.json();
+    assert.equal(problem.code, 'CONFIGURATION_ERROR');
+    assert.match(problem.detail, /policy "p": NON_POSITIVE_CAPACITY/);
+  } finally {
+    await broken.stop();
+  }
+});

@@ -1,0 +1,82 @@
+// Durable state end to end: restarts of workerd with the same state directory, implicit
+// configuration replacement when a policy's version rises, and the idle alarm.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { start, post, admin, greedy, tempDir, sleep } from './harness.mjs';
+
+const policy = (version, capacity) => ({ version, bandwidths: [greedy('b', capacity, capacity, '1h')] });
+
+test('state survives a workerd restart: no tokens refunded', async () => {
+  const persist = tempDir();
+  const vars = { POLICIES: { p: policy(1, 10) } };
+  let w = await start({ vars, persist });
+  for (let i = 0; i < 7; i++) await w.call('/v1/buckets/k/consume', post({ policy: 'p' }));
+  const before = await (await w.call('/v1/buckets/k', admin())).json();
+  assert.equal(before.remaining, 3);
+  await w.stop();
+
+  w = await start({ vars, persist });
+  try {
+    const after = await (await w.call('/v1/buckets/k', admin())).json();
+    assert.equal(after.remaining, 3, 'the same tokens after the restart');
+    assert.equal(after.bandwidths[0].available, before.bandwidths[0].available);
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await w.call('/v1/buckets/k/consume', post({ policy: 'p' }))).status);
+    assert.deepEqual(statuses, [200, 200, 200, 429]);
+  } finally {
+    await w.stop();
+  }
+});
+
+test("a policy's higher version replaces existing buckets' configuration, once", async () => {
+  const persist = tempDir();
+  let w = await start({ vars: { POLICIES: { p: policy(1, 10) } }, persist });
+  for (let i = 0; i < 4; i++) await w.call('/v1/buckets/k/consume', post({ policy: 'p' }));
+  await w.stop();
+
+  // Version 2 doubles the capacity; the default strategy AS_IS keeps the 6 tokens.
+  w = await start({ vars: { POLICIES: { p: policy(2, 20) } }, persist });
+  try {
+    const r = await w.call('/v1/buckets/k/consume', post({ policy: 'p' }));
+    assert.equal(r.headers.get('ratelimit-policy'), '"b";q=20;w=3600');
+    const body = await r.json();
+    assert.deepEqual([body.version, body.remaining], [2, 5]);
+    const again = await (await w.call('/v1/buckets/k/consume', post({ policy: 'p' }))).json();
+    assert.deepEqual([again.version, again.remaining], [2, 4], 'replaced once, not on every request');
+  } finally {
+    await w.stop();
+  }
+});
+
+test('an idle bucket is deleted by its alarm once full plus the grace; a busy one is kept', async () => {
+  // 10 tokens a second: a bucket that lost 2 is full 200 ms later; grace 500 ms.
+  const vars = { POLICIES: { fast: { idleGrace: '500ms', bandwidths: [greedy('b', 10, 10, '1s')] } } };
+  const w = await start({ vars });
+  try {
+    await w.call('/v1/buckets/idle/consume', post({ policy: 'fast', tokens: 2 }));
+    assert.equal((await w.call('/v1/buckets/idle', admin())).status, 200);
+    // Keep another bucket busy past the first one's deadline.
+    const busyUntil = Date.now() + 1600;
+    while (Date.now() < busyUntil) {
+      await w.call('/v1/buckets/busy/consume', post({ policy: 'fast' }));
+      await sleep(100);
+    }
+    assert.equal((await w.call('/v1/buckets/busy', admin())).status, 200, 'a bucket in use stays');
+    const deadline = Date.now() + 10_000;
+    let status;
+    do {
+      await sleep(100);
+      status = (await w.call('/v1/buckets/idle', admin())).status;
+    } while (status === 200 && Date.now() < deadline);
+    assert.equal(status, 404, 'the idle bucket was deleted');
+    // And the busy one goes too once left alone.
+    const later = Date.now() + 10_000;
+    do {
+      await sleep(100);
+      status = (await w.call('/v1/buckets/busy', admin())).status;
+    } while (status === 200 && Date.now() < later);
+    assert.equal(status, 404);
+  } finally {
+    await w.stop();
+  }
+});

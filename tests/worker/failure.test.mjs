@@ -1,0 +1,61 @@
+// Failure modes end to end: the same built worker in real workerd, deployed without its Durable
+// Object binding, so every call to a bucket fails for real and each policy's failure mode decides.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { start, post, admin, greedy } from './harness.mjs';
+
+const POLICIES = {
+  open: { failure: 'open', bandwidths: [greedy('b', 2, 2, '1h')] },
+  closed: { failure: 'closed', bandwidths: [greedy('b', 2, 2, '1h')] },
+  local: { failure: 'degrade', bandwidths: [greedy('b', 2, 2, '1h')] },
+};
+
+let w;
+before(async () => {
+  w = await start({ vars: { POLICIES }, durableObjects: {} });
+});
+after(() => w.stop());
+
+const consume = (key, policy) => w.call(`/v1/buckets/${key}/consume`, post({ policy }));
+
+test('fail-open admits, says so, and claims no bucket state', async () => {
+  for (let i = 0; i < 3; i++) {
+    const r = await consume('a', 'open');
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('edgebucket-fallback'), 'open');
+    assert.equal(r.headers.get('ratelimit-policy'), '"b";q=2;w=3600');
+    assert.equal(r.headers.get('ratelimit'), null);
+    assert.equal((await r.json()).fallback, 'open');
+  }
+  const line = w.logs.findLast((l) => l.policy === 'open');
+  assert.equal(line.fallback, 'open');
+  assert.match(line.error, /BUCKETS/, 'the log says why the object could not decide');
+});
+
+test('fail-closed rejects with 503', async () => {
+  const r = await consume('a', 'closed');
+  assert.equal(r.status, 503);
+  assert.equal((await r.json()).code, 'RATE_LIMITER_UNAVAILABLE');
+  assert.equal(w.logs.findLast((l) => l.policy === 'closed').fallback, 'closed');
+});
+
+test('degrade decides exactly with an in-isolate bucket, visibly', async () => {
+  const statuses = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await consume('a', 'local');
+    statuses.push(r.status);
+    assert.equal(r.headers.get('edgebucket-fallback'), 'local');
+  }
+  assert.deepEqual(statuses, [200, 200, 429]);
+  const r = await consume('b', 'local');
+  assert.equal(r.headers.get('ratelimit'), '"b";r=1;t=0', 'keys stay separate');
+});
+
+test('admin calls have no fallback: 503; fallbacks are counted', async () => {
+  const r = await w.call('/v1/buckets/a', admin());
+  assert.equal(r.status, 503);
+  const text = await (await w.call('/v1/metrics', admin())).text();
+  assert.match(text, /^edgebucket_fallbacks_total\{policy="open",mode="open"\} 3$/m);
+  assert.match(text, /^edgebucket_fallbacks_total\{policy="closed",mode="closed"\} 1$/m);
+  assert.match(text, /^edgebucket_fallbacks_total\{policy="local",mode="local"\} 4$/m);
+});

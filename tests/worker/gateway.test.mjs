@@ -1,0 +1,128 @@
+// Gateway mode end to end: the built worker in real workerd in front of a local origin server.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { start, origin, admin, greedy, intervally } from './harness.mjs';
+
+const POLICIES = {
+  writes: { bandwidths: [greedy('burst', 2, 2, '1h'), intervally('daily', 50, 50, '1d')] },
+  per_user: { bandwidths: [greedy('user', 1, 1, '1h')] },
+  keyed: { bandwidths: [greedy('k', 1, 1, '1h')] },
+  watch: { shadow: true, bandwidths: [greedy('w', 1, 1, '1h')] },
+};
+const ROUTES = [
+  { pattern: '/items/**', methods: ['POST', 'PUT'], policy: 'writes', key: { source: 'header', name: 'X-User' } },
+  { pattern: '/users/:user/profile', policy: 'per_user', key: { source: 'segment', name: 'user' } },
+  { pattern: '/keyed', policy: 'keyed', key: { source: 'apiKey' } },
+  { pattern: '/by-ip', policy: 'keyed', key: { source: 'ip' } },
+  { pattern: '/watched', policy: 'watch', key: { source: 'constant', value: 'all' } },
+];
+
+let w;
+let o;
+before(async () => {
+  o = await origin();
+  w = await start({ vars: { POLICIES, ROUTES, ORIGIN: o.url } });
+});
+after(async () => {
+  await w.stop();
+  await o.close();
+});
+
+test('an admitted request reaches the origin unchanged, and its answer gets the headers', async () => {
+  const r = await w.call('/items/7?color=red&n=1', {
+    method: 'POST',
+    headers: { 'x-user': 'ann', 'content-type': 'text/plain', 'x-extra': 'kept' },
+    body: 'hello origin',
+  });
+  assert.equal(r.status, 200);
+  assert.deepEqual(await r.json(), { method: 'POST', url: '/items/7?color=red&n=1', body: 'hello origin' });
+  const seen = o.requests.at(-1);
+  assert.equal(seen.headers['x-extra'], 'kept');
+  assert.equal(seen.headers['x-user'], 'ann');
+  assert.equal(r.headers.get('x-origin'), 'yes', "the origin's own headers stay");
+  assert.equal(r.headers.get('ratelimit-policy'), '"burst";q=2;w=3600, "daily";q=50;w=86400');
+  assert.equal(r.headers.get('ratelimit'), '"burst";r=1;t=0, "daily";r=49;t=0');
+  assert.match(r.headers.get('access-control-expose-headers'), /^X-Origin, RateLimit, RateLimit-Policy, Retry-After/);
+});
+
+test('429 problem+json once exhausted, and the origin never sees the request', async () => {
+  const send = () => w.call('/items/9', { method: 'PUT', headers: { 'x-user': 'bob' }, body: 'x' });
+  assert.equal((await send()).status, 200);
+  assert.equal((await send()).status, 200);
+  const before = o.requests.length;
+  const r = await send();
+  assert.equal(r.status, 429);
+  assert.equal(o.requests.length, before, 'not forwarded');
+  assert.equal(r.headers.get('content-type'), 'application/problem+json');
+  assert.equal(r.headers.get('retry-after'), '1800');
+  assert.equal(r.headers.get('ratelimit'), '"burst";r=0;t=1800, "daily";r=48;t=0');
+  const problem = await r.json();
+  assert.equal(problem.type, 'https://iana.org/assignments/http-problem-types#quota-exceeded');
+  assert.equal(problem.title, 'Request cannot be satisfied as assigned quota has been exceeded');
+  assert.deepEqual(problem['violated-policies'], ['burst']);
+  // Other users and unlimited methods are unaffected.
+  assert.equal((await w.call('/items/9', { method: 'PUT', headers: { 'x-user': 'cy' }, body: 'x' })).status, 200);
+  const get = await w.call('/items/9', { headers: { 'x-user': 'bob' } });
+  assert.equal(get.status, 200);
+  assert.equal(get.headers.get('ratelimit'), null, 'unmatched requests pass through unlimited');
+});
+
+test('keys come from a path segment, a hashed API key, the client IP, or a constant', async () => {
+  assert.equal((await w.call('/users/ann/profile')).status, 200);
+  assert.equal((await w.call('/users/ann/profile')).status, 429);
+  assert.equal((await w.call('/users/bob/profile')).status, 200);
+  assert.equal((await w.call('/v1/buckets/per_user:segment:ann', admin())).status, 200);
+
+  const apiKey = 'sk_live_secret';
+  assert.equal((await w.call('/keyed', { headers: { 'x-api-key': apiKey } })).status, 200);
+  assert.equal((await w.call('/keyed', { headers: { 'x-api-key': apiKey } })).status, 429);
+  const hashed = createHash('sha256').update(apiKey).digest('hex').slice(0, 32);
+  const state = await w.call(`/v1/buckets/keyed:apikey:${hashed}`, admin());
+  assert.equal(state.status, 200, 'the bucket is named by the hash, never the key');
+  assert.ok(!w.logs.some((line) => JSON.stringify(line).includes(apiKey)), 'the key never reaches a log');
+  const missing = await w.call('/keyed');
+  assert.equal(missing.status, 401);
+  assert.equal((await missing.json()).code, 'MISSING_API_KEY');
+
+  const byIp = await w.call('/by-ip');
+  assert.equal(byIp.status, 200);
+  const ipLine = w.logs.findLast((line) => line.route === '/by-ip');
+  assert.match(ipLine.key, /^keyed:ip:.+/);
+
+  const noUser = await w.call('/items/1', { method: 'POST' });
+  assert.equal(noUser.status, 400);
+  assert.equal((await noUser.json()).code, 'MISSING_KEY');
+});
+
+test('shadow mode forwards what it would reject, marked in a header and the log', async () => {
+  assert.equal((await w.call('/watched')).status, 200);
+  const r = await w.call('/watched');
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get('x-origin'), 'yes');
+  assert.equal(r.headers.get('edgebucket-shadow'), 'rejected');
+  assert.equal(r.headers.get('ratelimit'), '"w";r=0;t=3600');
+  const line = w.logs.findLast((l) => l.route === '/watched');
+  assert.deepEqual([line.allowed, line.shadowRejected], [true, true]);
+});
+
+test('a gateway without an origin is a configuration error; an unreachable origin is 502', async () => {
+  const noOrigin = await start({ vars: { POLICIES, ROUTES } });
+  try {
+    const r = await noOrigin.call('/watched');
+    assert.equal(r.status, 500);
+    assert.equal((await r.json()).code, 'CONFIGURATION_ERROR');
+  } finally {
+    await noOrigin.stop();
+  }
+  const closed = await origin();
+  await closed.close();
+  const dead = await start({ vars: { POLICIES, ROUTES, ORIGIN: closed.url } });
+  try {
+    const r = await dead.call('/elsewhere');
+    assert.equal(r.status, 502);
+    assert.equal((await r.json()).code, 'ORIGIN_UNREACHABLE');
+  } finally {
+    await dead.stop();
+  }
+});

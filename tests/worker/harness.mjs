@@ -1,0 +1,118 @@
+// Starts the built worker (build/worker/shim.mjs) in real workerd through Miniflare's API, with
+// the Durable Object binding, migration and compatibility date of wrangler.toml and the test's
+// own [vars]. Nothing is mocked: requests go over HTTP to workerd on 127.0.0.1.
+import { Miniflare } from 'miniflare';
+import wrangler from 'wrangler';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import http from 'node:http';
+import net from 'node:net';
+import readline from 'node:readline';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const fromToml = wrangler.unstable_getMiniflareWorkerOptions(path.join(root, 'wrangler.toml')).workerOptions;
+
+export const ADMIN = 'test-admin-token';
+
+/** Options for Miniflare: wrangler.toml's Durable Objects and dates; its [vars] only when
+ * `tomlVars` is set, else just `vars` (and the admin token). */
+function options({ vars = {}, tomlVars = false, persist, port = 0, durableObjects = fromToml.durableObjects }) {
+  return {
+    name: 'edgebucket',
+    modules: true,
+    scriptPath: path.join(root, 'build/worker/shim.mjs'),
+    modulesRules: [
+      { type: 'ESModule', include: ['**/*.js'] },
+      { type: 'CompiledWasm', include: ['**/*.wasm'] },
+    ],
+    compatibilityDate: fromToml.compatibilityDate,
+    compatibilityFlags: fromToml.compatibilityFlags,
+    durableObjects,
+    durableObjectsPersist: persist ?? false,
+    bindings: defined({ ...(tomlVars ? fromToml.bindings : {}), ADMIN_TOKEN: ADMIN, ...vars }),
+    host: '127.0.0.1',
+    port,
+  };
+}
+
+/** `object` without its undefined entries (a var set to undefined is unset). */
+const defined = (object) => Object.fromEntries(Object.entries(object).filter(([, v]) => v !== undefined));
+
+/**
+ * A running worker: `call(path, init)` fetches from it over HTTP, `logs` holds the JSON lines it
+ * printed, `stop()` ends workerd.
+ */
+export async function start(config = {}) {
+  const logs = [];
+  const mf = new Miniflare({
+    ...options(config),
+    handleRuntimeStdio(stdout, stderr) {
+      readline.createInterface({ input: stdout }).on('line', (line) => {
+        if (line.startsWith('{')) logs.push(JSON.parse(line));
+      });
+      stderr.resume();
+    },
+  });
+  const url = await mf.ready;
+  return {
+    mf,
+    url,
+    logs,
+    call: (p, init) => fetch(new URL(p, url), init),
+    stop: () => mf.dispose(),
+  };
+}
+
+/** A port that was free a moment ago, to restart workerd on the same address. */
+export async function freePort() {
+  const server = net.createServer();
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A fresh directory for Durable Object state that survives a restart; removed at exit. */
+export function tempDir(prefix = 'edgebucket-') {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** JSON request helpers. */
+export const post = (body, headers = {}) => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json', ...headers },
+  body: typeof body === 'string' ? body : JSON.stringify(body),
+});
+export const admin = (init = {}) => ({ ...init, headers: { ...(init.headers ?? {}), authorization: `Bearer ${ADMIN}` } });
+
+/** A policy in the core's schema plus policy fields, for `vars.POLICIES`. */
+export const greedy = (id, capacity, tokens, period) => bandwidth(id, capacity, 'greedy', tokens, period);
+export const intervally = (id, capacity, tokens, period) => bandwidth(id, capacity, 'intervally', tokens, period);
+const bandwidth = (id, capacity, kind, tokens, period) =>
+  defined({ id, capacity, refill: { kind, tokens, period } });
+
+/** A local origin server that echoes what it received; `requests` records them. */
+export async function origin() {
+  const requests = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      requests.push({ method: req.method, url: req.url, headers: req.headers, body });
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'x-origin': 'yes',
+        'access-control-expose-headers': 'X-Origin',
+      });
+      res.end(JSON.stringify({ method: req.method, url: req.url, body }));
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  return { url: `http://127.0.0.1:${port}`, requests, close: () => new Promise((r) => server.close(r)) };
+}
