@@ -4,13 +4,14 @@
 // 1. wasm-bindgen (the version pinned in Cargo.lock) writes the ESM glue ("web" target);
 // 2. wasm-opt from the npm package binaryen (never Debian's) shrinks the module;
 // 3. the module is also written as base64 for the inline entry (Node, browsers, bundlers);
-// 4. js/ is copied beside it, and esbuild bundles the CommonJS build;
+// 4. js/ is copied beside it, and esbuild bundles the CommonJS build and edgebucket/client;
 // 5. `npm pack` writes target/npm/edgebucket-<version>.tgz, the tarball the tests install.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
+import { buildClient } from './client-package.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dist = path.join(root, 'pkg/dist');
@@ -44,6 +45,9 @@ await esbuild.build({
   // The glue's async init refers to import.meta.url; the CommonJS build only uses initSync.
   define: { 'import.meta.url': 'undefined' },
 });
+
+// edgebucket/client: js/client/ bundled per runtime (scripts/client-package.mjs).
+await buildClient(root, dist);
 
 const out = path.join(root, 'target/npm');
 fs.mkdirSync(out, { recursive: true });

@@ -1,0 +1,258 @@
+// createClient: a fetch-compatible function that paces requests ahead of time from the
+// server's own rate-limit headers, with a priority queue, bounded retries, hooks and stats.
+
+import { Bucket, BucketConfiguration, TokensInheritanceStrategy, EdgeBucketError } from './engine.js';
+import { readHeaders } from './headers.js';
+import { Pacer } from './pacer.js';
+import { RequestQueue } from './queue.js';
+import { canShare, sharedPacer } from './tabs.js';
+import { clientOptions, requestOptions } from './options.js';
+
+const engine = { Bucket, BucketConfiguration, TokensInheritanceStrategy };
+
+// What `new Request()` takes; any other `init` field is passed through to the wrapped fetch
+// (undici's `dispatcher`, …), except ours.
+const REQUEST_INIT = new Set([
+  'method', 'headers', 'body', 'referrer', 'referrerPolicy', 'mode', 'credentials', 'cache', 'redirect',
+  'integrity', 'keepalive', 'signal', 'duplex', 'priority', 'window', 'edgebucket',
+]);
+
+/**
+ * A fetch-compatible function that paces its requests. See client.d.ts for the options.
+ *
+ * @param {import('./client.js').ClientOptions} [options]
+ */
+export function createClient(options) {
+  const config = clientOptions(options);
+  const clock = config.clock ?? monotonicClock();
+  const makePacer = () => new Pacer({ engine, now: clock, random: config.random, jitter: config.jitter, probe: config.probe });
+  const pacer = config.share !== false && canShare() ? sharedPacer(config.share === true ? 'default' : config.share, makePacer) : makePacer();
+  const queue = new RequestQueue({
+    concurrency: config.concurrency,
+    now: clock,
+    acquire: (entry) => pacer.acquire(entry.demand),
+    release: (ticket) => pacer.release(ticket),
+  });
+  const stopListening = pacer.onChange(() => queue.pump());
+  const stats = { requests: 0, sent: 0, responses: 0, rateLimited: 0, retries: 0, paced: 0, dropped: 0 };
+  let seq = 0;
+  let closed = false;
+
+  const emit = (name, event) => {
+    for (const hook of config.hooks[name]) {
+      try {
+        hook(event);
+      } catch (error) {
+        report(error);
+      }
+    }
+  };
+
+  const drop = (job, reason, error) => {
+    stats.dropped += 1;
+    emit('dropped', { request: job.request, reason, error });
+    return error;
+  };
+
+  /** Waits for the queue to start `job`; resolves with the pacer's ticket. */
+  const turn = (job, signal) =>
+    new Promise((resolve, reject) => {
+      if (job.attempt === 0 && queue.size >= config.maxQueue) {
+        reject(drop(job, 'queue-full', new EdgeBucketError('QUEUE_FULL', `the queue already holds ${config.maxQueue} requests`)));
+        return;
+      }
+      let waited = false;
+      const onAbort = () => {
+        if (queue.remove(entry)) fail(drop(job, abortReason(signal), signal.reason));
+      };
+      const fail = (error) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      };
+      const entry = {
+        priority: job.priority,
+        seq: job.seq,
+        scope: job.demand.scope,
+        demand: job.demand,
+        notBefore: job.notBefore,
+        deadline: job.deadline,
+        start(ticket) {
+          signal.removeEventListener('abort', onAbort);
+          resolve(ticket);
+          return new Promise((done) => {
+            job.done = done;
+          });
+        },
+        waiting(grant) {
+          if (waited) return;
+          waited = true;
+          stats.paced += 1;
+          emit('paced', { request: job.request, wait: grant.wait, reason: grant.reason });
+        },
+        timedOut: () => fail(drop(job, 'timeout', timeoutError(job))),
+        fail,
+      };
+      job.entry = entry;
+      signal.addEventListener('abort', onAbort, { once: true });
+      queue.add(entry);
+    });
+
+  /** Sends one attempt; the response and what its headers said. */
+  const attempt = async (job, ticket, signal) => {
+    stats.sent += 1;
+    let response;
+    try {
+      const source = job.retryable ? job.request.clone() : job.request;
+      response = await config.fetch(new Request(source, { signal }), job.extra);
+    } catch (error) {
+      pacer.release(ticket);
+      job.done();
+      if (signal.aborted) throw drop(job, abortReason(signal), signal.reason);
+      throw error;
+    }
+    const observation = readHeaders(response.headers);
+    pacer.observe(ticket, response.status, observation);
+    job.done();
+    stats.responses += 1;
+    if (response.status === 429) stats.rateLimited += 1;
+    return { response, observation };
+  };
+
+  /** How long before retrying, or null to hand the response back as it is. */
+  const retryDelay = (job, response, observation) => {
+    const { retry } = config;
+    if (!job.retryable || job.attempt >= retry.limit || !retry.statusCodes.includes(response.status)) return null;
+    const { retryAfter } = observation;
+    if (retryAfter !== undefined && retryAfter > retry.maxRetryAfter) return null;
+    // A 429 without Retry-After leaves the wait to the pacer (its r/t, or the 429 learner).
+    const delay = retryAfter ?? (response.status === 429 ? 0 : Math.min(retry.backoffLimit, 300 * 2 ** job.attempt));
+    return clock() + delay > job.deadline ? null : delay;
+  };
+
+  const run = async (job) => {
+    const timer = job.deadline < Infinity ? deadlineSignal(job, job.deadline - clock()) : null;
+    const signal = timer ? anySignal([job.request.signal, timer.signal]) : job.request.signal;
+    try {
+      if (signal.aborted) throw drop(job, abortReason(signal), signal.reason);
+      for (;;) {
+        const ticket = await turn(job, signal);
+        const { response, observation } = await attempt(job, ticket, signal);
+        const delay = retryDelay(job, response, observation);
+        if (delay === null) return response;
+        stats.retries += 1;
+        emit('retry', { request: job.request, response, attempt: job.attempt + 1, delay });
+        await response.body?.cancel().catch(() => {});
+        job.attempt += 1;
+        // Retry-After already blocks the scope in the pacer (with jitter); other delays are ours.
+        job.notBefore = observation.retryAfter === undefined && delay > 0 ? clock() + delay * (1 + config.jitter * config.random()) : 0;
+      }
+    } finally {
+      timer?.clear();
+    }
+  };
+
+  /**
+   * @param {RequestInfo | URL} input
+   * @param {RequestInit & { edgebucket?: { priority?: number, cost?: number, timeout?: number | false } }} [init]
+   * @returns {Promise<Response>}
+   */
+  async function client(input, init) {
+    if (closed) throw new EdgeBucketError('CLOSED', 'this client was closed');
+    const request = new Request(input, init);
+    const own = requestOptions(init?.edgebucket, config, request);
+    const origin = new URL(request.url).origin;
+    const partition = config.partition ? String(config.partition(request)) : '';
+    const scope = partition ? `${origin} ${partition}` : origin;
+    stats.requests += 1;
+    return run({
+      request,
+      extra: passthrough(init),
+      retryable: config.retry.limit > 0 && config.retry.methods.includes(request.method),
+      priority: own.priority,
+      seq: seq++,
+      demand: { scope, origin, cost: own.cost, bytes: contentBytes(request, init) },
+      notBefore: 0,
+      deadline: own.timeout === Infinity ? Infinity : clock() + own.timeout,
+      timeout: own.timeout,
+      attempt: 0,
+      done: () => {},
+    });
+  }
+
+  /** Counters since creation, and what is queued and running now. */
+  client.stats = () => ({ ...stats, queued: queue.size, inFlight: queue.running });
+
+  /** What the pacer has learned (null in a tab that does not lead). */
+  client.model = () => pacer.snapshot();
+
+  /** Rejects every queued request with CLOSED and lets another tab lead. */
+  client.close = () => {
+    if (closed) return;
+    closed = true;
+    stopListening();
+    for (const entry of queue.close()) entry.fail(new EdgeBucketError('CLOSED', 'the client was closed'));
+    pacer.close?.();
+  };
+
+  return client;
+}
+
+function monotonicClock() {
+  const performance = globalThis.performance;
+  if (typeof performance?.now !== 'function') return Date.now;
+  const origin = performance.timeOrigin ?? Date.now() - performance.now();
+  return () => origin + performance.now();
+}
+
+function timeoutError(job) {
+  return new EdgeBucketError('TIMEOUT', `the request did not complete within ${job.timeout} ms`);
+}
+
+function deadlineSignal(job, ms) {
+  const controller = new AbortController();
+  const id = setTimeout(() => controller.abort(timeoutError(job)), Math.max(0, ms));
+  return { signal: controller.signal, clear: () => clearTimeout(id) };
+}
+
+function abortReason(signal) {
+  return signal.reason instanceof EdgeBucketError && signal.reason.code === 'TIMEOUT' ? 'timeout' : 'aborted';
+}
+
+function anySignal(signals) {
+  if (typeof AbortSignal.any === 'function') return AbortSignal.any(signals);
+  const controller = new AbortController();
+  for (const signal of signals) {
+    if (signal.aborted) {
+      controller.abort(signal.reason);
+      break;
+    }
+    signal.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
+  }
+  return controller.signal;
+}
+
+function passthrough(init) {
+  const extra = {};
+  if (init) for (const key of Object.keys(init)) if (!REQUEST_INIT.has(key)) extra[key] = init[key];
+  return extra;
+}
+
+/** Request content bytes, for `qu="content-bytes"` policies: the header, else the body as given. */
+function contentBytes(request, init) {
+  const declared = Number(request.headers.get('content-length'));
+  if (declared > 0) return declared;
+  const body = init?.body;
+  if (typeof body === 'string') return new TextEncoder().encode(body).length;
+  if (body instanceof ArrayBuffer || ArrayBuffer.isView(body)) return body.byteLength;
+  if (typeof Blob === 'function' && body instanceof Blob) return body.size;
+  if (body instanceof URLSearchParams) return body.toString().length;
+  return 0;
+}
+
+// A hook's error is the hook's bug: surface it without failing the request it observed.
+function report(error) {
+  if (typeof globalThis.reportError === 'function') globalThis.reportError(error);
+  else setTimeout(() => {
+    throw error;
+  });
+}

@@ -1,0 +1,176 @@
+// Types of `edgebucket/client`. See docs/client.md.
+
+/** The package's error: `code` is stable (`INVALID_ARGUMENT`, `QUEUE_FULL`, `TIMEOUT`, `CLOSED`, …). */
+export declare class EdgeBucketError extends Error {
+  constructor(code: string, message: string);
+  readonly code: string;
+}
+
+/** One limit a response describes (see {@link readHeaders}). */
+export interface Limit {
+  /** The policy's name (`"default"` where a dialect names none; `"w=60"` for an unnamed draft-6/7 policy). */
+  policy: string;
+  /** The draft-10 `pk` as base64, `""` without one. */
+  partitionKey: string;
+  /** `"requests"`, `"content-bytes"`, `"concurrent-requests"`, or another registered unit. */
+  unit: string;
+  /** `q`: units per window. */
+  quota?: number;
+  /** `w`: the window, milliseconds. */
+  window?: number;
+  /** `r`: units left. */
+  remaining?: number;
+  /** `t`: milliseconds until more quota is available. */
+  reset?: number;
+}
+
+/** What a response's headers say about rate limits. */
+export interface Observation {
+  dialect: 'draft-10' | 'draft-7' | 'draft-6' | 'x-ratelimit' | null;
+  limits: Limit[];
+  /** `Retry-After`, milliseconds from the response. */
+  retryAfter?: number;
+  /** The server's `Date`, epoch milliseconds. */
+  date?: number;
+  /** The client's clock minus the server's, milliseconds. */
+  skew?: number;
+  /** The response came from a cache (`Age` > 0): its rate-limit fields were ignored. */
+  cached?: boolean;
+}
+
+/** Bounds applied to header values: beyond them, values are clamped. */
+export declare const BOUNDS: Readonly<{
+  maxQuota: number;
+  maxWindow: number;
+  maxWait: number;
+  maxFieldLength: number;
+  maxItems: number;
+  maxNameLength: number;
+}>;
+
+/**
+ * Reads a response's rate-limit headers in every dialect (draft-10, draft-7, draft-6,
+ * `X-RateLimit-*`, `Retry-After`, `Date`). Malformed fields are ignored; it never throws on
+ * header content.
+ */
+export declare function readHeaders(
+  headers: Headers | Record<string, string | string[] | undefined> | { get(name: string): unknown } | null | undefined,
+  options?: { now?: number },
+): Observation;
+
+export interface PacedEvent {
+  request: Request;
+  /** Milliseconds the request was told to wait (Infinity: until a response changes things). */
+  wait: number;
+  /** `"policy"`, `"reset"`, `"retry-after"`, `"learned"`, `"probe"`, `"concurrency"` or `"leader"`. */
+  reason: string;
+}
+
+export interface RetryEvent {
+  request: Request;
+  response: Response;
+  /** 1 for the first retry. */
+  attempt: number;
+  /** Milliseconds before the retry may go (the pacer may add to it). */
+  delay: number;
+}
+
+export interface DroppedEvent {
+  request: Request;
+  reason: 'queue-full' | 'timeout' | 'aborted';
+  error: unknown;
+}
+
+export interface RetryOptions {
+  /** Retries after the first attempt. Default 2. */
+  limit?: number;
+  /** Methods retried. Default the idempotent ones: GET, HEAD, OPTIONS, PUT, DELETE, TRACE. */
+  methods?: string[];
+  /** Statuses retried. Default [429, 503]. */
+  statusCodes?: number[];
+  /** A Retry-After longer than this (ms) returns the response instead. Default Infinity. */
+  maxRetryAfter?: number;
+  /** Longest backoff (ms) for a 503 without Retry-After. Default 30 000. */
+  backoffLimit?: number;
+}
+
+export interface ClientOptions {
+  /** The fetch to wrap. Default `globalThis.fetch`. */
+  fetch?: (input: Request, init?: object) => Promise<Response>;
+  /** Most requests in flight at once. Default 8. */
+  concurrency?: number;
+  /** Most requests waiting; past it a request fails with `QUEUE_FULL`. Default 1000. */
+  maxQueue?: number;
+  /** Milliseconds for a request, queue and retries included, before it fails with `TIMEOUT`. Default none. */
+  timeout?: number | false;
+  /** 429/503 retries: a limit, an object, or false. */
+  retry?: number | false | RetryOptions;
+  /** Waits are stretched by a random fraction up to this, against herds. Default 0.1. */
+  jitter?: number;
+  /** Default priority: higher goes first. Default 0. */
+  priority?: number;
+  /** Units a request consumes of a `requests` policy, or a function of the request. Default 1. */
+  cost?: number | ((request: Request) => number);
+  /** Splits an origin's requests into scopes that learn their partition keys apart (per user, per API key…). */
+  partition?: (request: Request) => string;
+  /** Share one budget with other tabs and workers of this origin (Web Locks + BroadcastChannel); a name separates budgets. Default true. */
+  share?: boolean | string;
+  /** Send one request to a server first and learn its policy before sending more. Default true. */
+  probe?: boolean;
+  hooks?: {
+    paced?: ((event: PacedEvent) => void) | Array<(event: PacedEvent) => void>;
+    retry?: ((event: RetryEvent) => void) | Array<(event: RetryEvent) => void>;
+    dropped?: ((event: DroppedEvent) => void) | Array<(event: DroppedEvent) => void>;
+  };
+  /** The clock, milliseconds (monotonic by default). For simulations. */
+  clock?: () => number;
+  /** Uniform random numbers in [0, 1), for jitter. */
+  random?: () => number;
+}
+
+/** Per-request options, as `init.edgebucket`. */
+export interface RequestPacing {
+  priority?: number;
+  cost?: number;
+  timeout?: number | false;
+}
+
+export interface ClientStats {
+  /** Calls made. */
+  requests: number;
+  /** Attempts sent (retries included). */
+  sent: number;
+  responses: number;
+  /** Responses with status 429. */
+  rateLimited: number;
+  retries: number;
+  /** Attempts that had to wait. */
+  paced: number;
+  /** Requests that failed without a response: queue full, timeout, abort. */
+  dropped: number;
+  queued: number;
+  inFlight: number;
+}
+
+export interface LimitSnapshot {
+  origin: string;
+  policy: string;
+  partitionKey: string;
+  unit: string;
+  quota?: number;
+  window?: number;
+  available?: number;
+  inFlight: number;
+}
+
+export interface PacingClient {
+  (input: RequestInfo | URL, init?: RequestInit & { edgebucket?: RequestPacing }): Promise<Response>;
+  stats(): ClientStats;
+  /** What the client has learned (null in a tab that follows another). */
+  model(): { limits: LimitSnapshot[]; scopes: Array<{ scope: string; blockedFor: number; learnedRate?: number }> } | null;
+  /** Fails every queued request with `CLOSED` and lets another tab lead. */
+  close(): void;
+}
+
+/** A fetch-compatible function that paces requests from the server's own rate-limit headers. */
+export declare function createClient(options?: ClientOptions): PacingClient;

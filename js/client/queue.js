@@ -1,0 +1,166 @@
+// The request queue: priorities (higher first, then first come), a cap on requests running at
+// once, a cap on requests waiting, and a wake-up for the earliest moment one could go.
+//
+// The queue does not know why a request must wait: it asks `acquire(entry)` (the pacer, or the
+// tab leader), which answers go-with-a-ticket or wait-so-long. A request told to wait holds back
+// the lower-priority requests of its scope, so a scope's order is kept while other scopes go on.
+
+/**
+ * A request in the queue. The queue sets nothing on it but reads these.
+ *
+ * @typedef {object} Entry
+ * @property {number} priority higher goes first
+ * @property {number} seq arrival order, for ties
+ * @property {string} scope requests of one scope keep their order
+ * @property {number} notBefore not before this time (ms, the queue's clock): a retry's delay
+ * @property {number} deadline past this time (ms) the request fails with `timedOut`
+ * @property {(ticket: unknown) => Promise<void> | void} start runs it; the slot is held until this settles
+ * @property {(grant: { wait: number, reason: string }) => void} [waiting] told each time it must wait
+ * @property {() => void} timedOut it cannot go before its deadline
+ */
+
+export class RequestQueue {
+  #entries = [];
+  #concurrency;
+  #acquire;
+  #release;
+  #now;
+  #running = 0;
+  #timer = null;
+  #pumping = false;
+  #again = false;
+  #closed = false;
+
+  /**
+   * @param {object} options
+   * @param {number} options.concurrency most entries running at once
+   * @param {(entry: Entry) => import('./pacer.js').Grant | Promise<import('./pacer.js').Grant>} options.acquire
+   * @param {(ticket: unknown) => void} options.release hands back a ticket granted to an entry that left meanwhile
+   * @param {() => number} options.now milliseconds
+   */
+  constructor({ concurrency, acquire, release, now }) {
+    this.#concurrency = concurrency;
+    this.#acquire = acquire;
+    this.#release = release;
+    this.#now = now;
+  }
+
+  /** Entries waiting. */
+  get size() {
+    return this.#entries.length;
+  }
+
+  /** Entries running. */
+  get running() {
+    return this.#running;
+  }
+
+  /** Adds an entry in priority order and looks for work. */
+  add(entry) {
+    let low = 0;
+    let high = this.#entries.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (before(this.#entries[mid], entry)) low = mid + 1;
+      else high = mid;
+    }
+    this.#entries.splice(low, 0, entry);
+    this.pump();
+  }
+
+  /** Takes an entry out (abort, timeout); whether it was waiting. */
+  remove(entry) {
+    const index = this.#entries.indexOf(entry);
+    if (index < 0) return false;
+    this.#entries.splice(index, 1);
+    return true;
+  }
+
+  /** Empties the queue and returns what was waiting. */
+  close() {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    return this.#entries.splice(0);
+  }
+
+  /** Looks for entries that can go now (called when anything changes). */
+  pump() {
+    if (this.#closed) return;
+    if (this.#pumping) {
+      this.#again = true;
+      return;
+    }
+    this.#pumping = true;
+    this.#pass().finally(() => {
+      this.#pumping = false;
+    });
+  }
+
+  async #pass() {
+    do {
+      this.#again = false;
+      let wakeAt = Infinity;
+      const held = new Map(); // scope → the wait that holds it
+      for (const entry of [...this.#entries]) {
+        if (this.#running >= this.#concurrency || this.#closed) break;
+        if (!this.#entries.includes(entry)) continue;
+        const now = this.#now();
+        if (held.has(entry.scope)) {
+          this.#hold(entry, held.get(entry.scope), now);
+          continue;
+        }
+        if (entry.notBefore > now) {
+          held.set(entry.scope, { wait: entry.notBefore - now, reason: 'retry' });
+          wakeAt = Math.min(wakeAt, entry.notBefore);
+          continue;
+        }
+        const grant = await this.#acquire(entry);
+        if (!this.#entries.includes(entry)) {
+          if (grant.ok) this.#release(grant.ticket);
+          continue;
+        }
+        if (grant.ok) {
+          this.remove(entry);
+          this.#run(entry, grant.ticket);
+          continue;
+        }
+        held.set(entry.scope, grant);
+        if (this.#hold(entry, grant, this.#now())) wakeAt = Math.min(wakeAt, this.#now() + grant.wait);
+      }
+      this.#wakeAt(wakeAt);
+    } while (this.#again && !this.#closed);
+  }
+
+  /** Tells an entry it must wait; one that would still wait at its deadline fails now instead. */
+  #hold(entry, grant, now) {
+    if (now + grant.wait > entry.deadline) {
+      this.remove(entry);
+      entry.timedOut();
+      return false;
+    }
+    entry.waiting?.(grant);
+    return true;
+  }
+
+  #run(entry, ticket) {
+    this.#running += 1;
+    Promise.resolve()
+      .then(() => entry.start(ticket))
+      .catch(() => {})
+      .finally(() => {
+        this.#running -= 1;
+        this.pump();
+      });
+  }
+
+  #wakeAt(time) {
+    clearTimeout(this.#timer);
+    this.#timer = null;
+    if (!Number.isFinite(time) || this.#closed) return;
+    this.#timer = setTimeout(() => this.pump(), Math.max(0, time - this.#now()));
+  }
+}
+
+function before(a, b) {
+  return a.priority > b.priority || (a.priority === b.priority && a.seq < b.seq);
+}

@@ -1,0 +1,120 @@
+// One budget for every tab (and worker) of an origin: a leader holds the only pacer, the others
+// ask it over a BroadcastChannel.
+//
+// - Election: each context asks Web Locks for `edgebucket:<name>:leader`; whoever holds it leads
+//   until it closes (or its tab does, which frees the lock), and the next in line takes over.
+// - A follower's `acquire` is a message answered by the leader's grant. Unanswered within
+//   ANSWER_WITHIN (no leader yet, or it just left), it reads as a short wait and the queue asks
+//   again; a grant that arrives too late is handed back, so no token leaks.
+// - Responses go to the leader as `observe`, failures as `release`; the leader tells everyone
+//   `changed` when a waiting request might now go.
+// - A new leader starts from an empty model and learns from the next response (one probe goes
+//   first). Tickets carry the issuing pacer's id, so a new leader never confuses them with its own.
+// Without Web Locks or BroadcastChannel (Node, old browsers), each context paces alone.
+
+const ANSWER_WITHIN = 250;
+const ASK_AGAIN = 50;
+
+/** Whether this runtime can share a budget across contexts. */
+export function canShare() {
+  return typeof BroadcastChannel === 'function' && typeof globalThis.navigator?.locks?.request === 'function';
+}
+
+/**
+ * A pacer shared by every context that uses the same `name` on this origin.
+ *
+ * @param {string} name
+ * @param {() => import('./pacer.js').Pacer} makePacer makes the model when this context leads
+ */
+export function sharedPacer(name, makePacer) {
+  const channel = new BroadcastChannel(`edgebucket:${name}`);
+  const me = Math.random().toString(36).slice(2);
+  const pending = new Map();
+  const listeners = new Set();
+  let leader = null;
+  let nextQuestion = 1;
+  let closed = false;
+  let stepDown;
+  const queued = new AbortController();
+
+  const post = (message) => {
+    if (!closed) channel.postMessage(message);
+  };
+  const changed = () => {
+    for (const listener of listeners) listener();
+  };
+
+  globalThis.navigator.locks
+    .request(`edgebucket:${name}:leader`, { signal: queued.signal }, () => {
+      if (closed) return undefined;
+      leader = makePacer();
+      leader.onChange(() => {
+        changed();
+        post({ type: 'changed' });
+      });
+      post({ type: 'leader' });
+      changed();
+      return new Promise((resolve) => {
+        stepDown = resolve;
+      });
+    })
+    .catch(() => {});
+
+  channel.onmessage = ({ data }) => {
+    if (data === null || typeof data !== 'object') return;
+    if (leader !== null) {
+      if (data.type === 'acquire') post({ type: 'grant', to: data.from, id: data.id, grant: leader.acquire(data.demand) });
+      else if (data.type === 'observe') leader.observe(data.ticket, data.status, data.observation);
+      else if (data.type === 'release') leader.release(data.ticket);
+      return;
+    }
+    if (data.type === 'grant' && data.to === me) {
+      const resolve = pending.get(data.id);
+      pending.delete(data.id);
+      if (resolve) resolve(data.grant);
+      else if (data.grant.ok) post({ type: 'release', ticket: data.grant.ticket });
+    } else if (data.type === 'changed' || data.type === 'leader') {
+      changed();
+    }
+  };
+
+  function ask(demand) {
+    const id = nextQuestion++;
+    return new Promise((resolve) => {
+      pending.set(id, resolve);
+      post({ type: 'acquire', from: me, id, demand });
+      setTimeout(() => {
+        if (pending.delete(id)) resolve({ ok: false, wait: ASK_AGAIN, reason: 'leader' });
+      }, ANSWER_WITHIN);
+    });
+  }
+
+  return {
+    acquire: (demand) => (leader !== null ? leader.acquire(demand) : ask(demand)),
+    observe(ticket, status, observation) {
+      if (leader !== null) leader.observe(ticket, status, observation);
+      else post({ type: 'observe', ticket, status, observation });
+    },
+    release(ticket) {
+      if (leader !== null) leader.release(ticket);
+      else post({ type: 'release', ticket });
+    },
+    onChange(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    snapshot: () => (leader !== null ? leader.snapshot() : null),
+    get leading() {
+      return leader !== null;
+    },
+    close() {
+      closed = true;
+      queued.abort();
+      stepDown?.();
+      leader = null;
+      channel.close();
+      for (const resolve of pending.values()) resolve({ ok: false, wait: Infinity, reason: 'closed' });
+      pending.clear();
+    },
+  };
+}
