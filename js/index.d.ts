@@ -249,7 +249,7 @@ export interface StoreOptions {
   configuration: BucketConfiguration | ((key: Key) => BucketConfiguration);
   /** Default 1,000,000; `Infinity` for no cap. */
   maxKeys?: number;
-  /** How long a full bucket is kept (default 0). */
+  /** How long a full bucket is kept before it may be swept (default 0). Expiry is eventual. */
   idleGrace?: Duration;
   /** Configuration version (default 0). */
   version?: number;

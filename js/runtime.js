@@ -69,6 +69,7 @@ export function integer(value, slot, what) {
 /** Writes a store key (a string, as UTF-8, or a Uint8Array) into the exchange; returns its length. */
 export function writeKey(key) {
   if (keyBytes.length === 0) views();
+  const bytes = keyBytes; // a local: V8 keeps it in a register through the loop
   if (typeof key === 'string') {
     const length = key.length;
     let i = 0;
@@ -77,7 +78,7 @@ export function writeKey(key) {
       for (; i < length; i++) {
         const c = key.charCodeAt(i);
         if (c > 127) break;
-        keyBytes[i] = c;
+        bytes[i] = c;
       }
       if (i === length) return length;
     }

@@ -20,8 +20,9 @@ const tokensArg = (tokens) => (typeof tokens === 'number' ? tokens : integer(tok
  * - `maxKeys` (default 1,000,000): beyond it an insertion evicts a key (CLOCK: expired keys
  *   first, then keys unused since the hand last passed). `Infinity` for no cap.
  * - `idleGrace` (default 0): a key expires once its bucket has been full that long (Bucket4j's
- *   expiry "time to refill to maximum" plus a grace). Expiry is lazy and unobservable for
- *   greedy limits whose initial tokens are their capacity.
+ *   expiry "time to refill to maximum" plus a grace). Expiry is eventual, as a TTL: insertions
+ *   sweep a few keys each, eviction prefers expired keys, `removeExpired()` sweeps all. It is
+ *   unobservable for greedy limits whose initial tokens are their capacity.
  * - `clock`: 'millis' (default, `Date.now()`), 'nanos', or a function returning nanoseconds.
  *
  * @example
@@ -55,7 +56,9 @@ export class BucketStore {
     if (typeof version !== 'number' || typeof strategy !== 'string') {
       throw invalidArgument('version must be a number and strategy a TokensInheritanceStrategy');
     }
-    this.#raw.configure(supplied ? undefined : rawConfiguration(configuration), version, strategy);
+    // (A wasm-bindgen class passed by value would be moved into Rust and emptied: pass a reference.)
+    if (supplied) this.#raw.configureSupplied(version, strategy);
+    else this.#raw.configureDefault(rawConfiguration(configuration), version, strategy);
     this.#supplier = supplied ? configuration : null;
   }
 

@@ -1,9 +1,9 @@
 //! Property tests of the keyed store: a key behaves exactly like a standalone `TokenBucket`.
 //!
 //! The model is a map of `TokenBucket`s and follows the store's documented rules, written with
-//! the public bucket API only: a key the store no longer holds (evicted, swept) starts afresh;
-//! a key whose bucket is full is expired and starts afresh with the current configuration; a
-//! key of an older version gets the current configuration by `replace_configuration`.
+//! the public bucket API only: a key the store no longer holds (evicted, or swept because it
+//! was expired, that is full) starts afresh; a key of an older version gets the current
+//! configuration by `replace_configuration`, or starts afresh if it was expired.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -73,20 +73,30 @@ impl Model {
         self.pool[self.version as usize % self.pool.len()].clone()
     }
 
-    /// The bucket `key` has at `now` under the store's rules.
-    fn bucket(&mut self, key: u8, held: bool, now: i64) -> &mut TokenBucket {
+    /// The bucket `key` has at `now` under the store's rules. A key the store no longer holds
+    /// starts afresh; without eviction (`may_evict` false) it must have been dropped as expired,
+    /// so its bucket must be full.
+    fn bucket(&mut self, key: u8, held: bool, may_evict: bool, now: i64) -> Result<&mut TokenBucket, TestCaseError> {
         if !held {
-            self.buckets.remove(&key);
+            if let Some((dropped, _)) = self.buckets.remove(&key) {
+                prop_assert!(
+                    may_evict || dropped.nanos_to_full_refill(now) == 0,
+                    "dropped key {} was not expired",
+                    key
+                );
+            }
         }
         let (current, version, strategy) = (self.current(), self.version, self.strategy);
         let entry = self.buckets.entry(key).or_insert_with(|| (TokenBucket::new(current.clone(), now), version));
-        if entry.0.nanos_to_full_refill(now) == 0 {
-            *entry = (TokenBucket::new(current, now), version);
-        } else if entry.1 < version {
-            entry.0.replace_configuration(current, strategy, now).unwrap();
-            entry.1 = version;
+        if entry.1 < version {
+            if entry.0.nanos_to_full_refill(now) == 0 {
+                *entry = (TokenBucket::new(current, now), version);
+            } else {
+                entry.0.replace_configuration(current, strategy, now).unwrap();
+                entry.1 = version;
+            }
         }
-        &mut entry.0
+        Ok(&mut entry.0)
     }
 }
 
@@ -94,6 +104,7 @@ fn run(pool: Vec<BucketConfiguration>, max_keys: usize, steps: Vec<(i64, Op)>) -
     let mut store = BucketStore::new(StoreOptions { max_keys, hash_seed: 7, ..StoreOptions::default() }).unwrap();
     store.configure(Some(pool[0].clone()), 0, Inherit::Reset);
     let mut model = Model { buckets: HashMap::new(), pool, version: 0, strategy: Inherit::Reset };
+    let may_evict = max_keys < 5; // five keys in play
     let mut now = 0;
     for (step, op) in steps {
         now += step;
@@ -110,21 +121,22 @@ fn run(pool: Vec<BucketConfiguration>, max_keys: usize, steps: Vec<(i64, Op)>) -
                 model.buckets.remove(&k);
             }
             Op::TryConsume(k, n) => {
-                let expected = model.bucket(k, store.contains_key(&key(k)), now).try_consume(n, now).unwrap();
+                let expected =
+                    model.bucket(k, store.contains_key(&key(k)), may_evict, now)?.try_consume(n, now).unwrap();
                 prop_assert_eq!(store.try_consume(&key(k), n, now).unwrap(), Some(expected));
             }
             Op::Probe(k, n) => {
-                let bucket = model.bucket(k, store.contains_key(&key(k)), now);
+                let bucket = model.bucket(k, store.contains_key(&key(k)), may_evict, now)?;
                 let expected = bucket.try_consume_and_return_remaining(n, now).unwrap();
                 prop_assert_eq!(store.try_consume_and_return_remaining(&key(k), n, now).unwrap(), Some(expected));
             }
             Op::Estimate(k, n) => {
-                let bucket = model.bucket(k, store.contains_key(&key(k)), now);
+                let bucket = model.bucket(k, store.contains_key(&key(k)), may_evict, now)?;
                 let expected = bucket.estimate_ability_to_consume(n, now).unwrap();
                 prop_assert_eq!(store.estimate_ability_to_consume(&key(k), n, now).unwrap(), Some(expected));
             }
             Op::Available(k) => {
-                let expected = model.bucket(k, store.contains_key(&key(k)), now).get_available_tokens(now);
+                let expected = model.bucket(k, store.contains_key(&key(k)), may_evict, now)?.get_available_tokens(now);
                 prop_assert_eq!(store.get_available_tokens(&key(k), now).unwrap(), Some(expected));
             }
         }
@@ -140,7 +152,7 @@ proptest! {
     #[test]
     fn a_key_behaves_like_a_token_bucket(
         pool in proptest::collection::vec(configuration(), 1..4),
-        max_keys in 1usize..7,
+        max_keys in 1usize..8,
         steps in proptest::collection::vec((0i64..1500 * MS, op()), 1..60),
     ) {
         run(pool, max_keys, steps)?;

@@ -124,7 +124,7 @@ impl Bandwidth {
     /// Capacity in the bucket's internal unit (tokens × period nanoseconds).
     #[inline]
     pub(crate) fn scaled_capacity(&self) -> i128 {
-        self.capacity as i128 * self.refill.period_nanos as i128
+        super::state::scaled(self.capacity, self)
     }
 }
 

@@ -15,12 +15,12 @@
 //!   over by the strategy.
 //! - **Idle expiry**: a key is expired once it has been full (every bandwidth at capacity) for
 //!   the idle grace, that is at its last activity plus the time to refill to maximum plus the
-//!   grace (Bucket4j's `basedOnTimeForRefillingBucketUpToMax`). Expiry is lazy: an expired key
-//!   that is accessed starts afresh with its configuration; an insertion's sweep (two slots per
-//!   insertion), the CLOCK hand and [`BucketStore::remove_expired`] drop expired keys. A full bucket is indistinguishable from
-//!   a fresh one when its initial tokens are its capacity and its refill is greedy; otherwise
-//!   expiry forgets what Bucket4j's expiry forgets (initial tokens above or below capacity, the
-//!   phase of an intervally refill).
+//!   grace (Bucket4j's `basedOnTimeForRefillingBucketUpToMax`). As with a TTL in any store,
+//!   expiry is eventual: an insertion's sweep (two slots per insertion), the CLOCK hand and
+//!   [`BucketStore::remove_expired`] drop expired keys; until then a key keeps its bucket, and
+//!   after it the key starts afresh. A full bucket is indistinguishable from a fresh one when
+//!   its initial tokens are its capacity and its refill is greedy; otherwise expiry forgets what
+//!   Bucket4j's expiry forgets (initial tokens other than capacity, an intervally refill's phase).
 //! - **Size cap**: beyond `max_keys` an insertion evicts a key chosen by CLOCK (second chance):
 //!   expired keys first, then keys not used since the hand last passed. An evicted key starts
 //!   afresh, so a cap that is too small loosens limits; size it for the working set.
@@ -309,23 +309,25 @@ impl BucketStore {
         self.run(id, op).map(Some)
     }
 
-    /// `id` ready for use at `now`: an expired key starts afresh (with the default
-    /// configuration if it is outdated, else its own) and an outdated one is replaced by the
-    /// default; an outdated key without a default gives `None` (the caller must supply).
+    /// `id` ready for use at `now`: an outdated key is replaced by the default configuration
+    /// (started afresh if expired); without a default, `None` (the caller must supply).
+    /// A current key is used as it is, expired or not: expiry is the sweeps' business, so
+    /// the hot path refills once.
     #[inline]
     fn refresh(&mut self, id: u32, now: i64) -> Result<Option<u32>> {
-        let outdated = self.is_outdated(id);
-        let expired = self.is_expired(id, now);
-        match (outdated, self.default) {
-            (false, _) if expired => self.assign(id, self.slots.get(id).configuration, now, None),
-            (false, _) => {}
-            (true, None) => return Ok(None),
-            (true, Some(entry)) if expired => self.assign(id, entry, now, None),
-            (true, Some(entry)) => self.replace(id, entry, now)?,
+        if !self.is_outdated(id) {
+            return Ok(Some(id));
+        }
+        let Some(entry) = self.default else { return Ok(None) };
+        if self.is_expired(id, now) {
+            self.assign(id, entry, now, None);
+        } else {
+            self.replace(id, entry, now)?;
         }
         Ok(Some(id))
     }
 
+    #[inline]
     fn run<T>(&mut self, id: u32, op: impl FnOnce(&[Bandwidth], &mut [BandwidthState]) -> Result<T>) -> Result<T> {
         let BucketStore { slots, configurations, extra, scratch, .. } = self;
         let slot = slots.get_mut(id);
@@ -350,6 +352,7 @@ impl BucketStore {
 
     // --- lifecycle of a key ---
 
+    #[inline]
     fn find(&self, hash: u64, key: &[u8]) -> Option<u32> {
         let (slots, keys) = (&self.slots, &self.keys);
         self.index
@@ -460,6 +463,7 @@ impl BucketStore {
         std::iter::once(slot.first.unpack()).chain(extra).collect()
     }
 
+    #[inline]
     fn is_outdated(&self, id: u32) -> bool {
         self.configurations.get(self.slots.get(id).configuration).1 < self.version
     }
@@ -592,19 +596,33 @@ mod tests {
     }
 
     #[test]
-    fn an_expired_key_starts_afresh() {
+    fn an_expired_key_is_dropped_by_the_sweep_then_starts_afresh() {
         let interval = Bandwidth::builder().capacity(2).refill_intervally(2, Duration::from_secs(10)).initial_tokens(0);
         let config = BucketConfiguration::builder().add_limit(interval.build().unwrap()).build().unwrap();
         let mut store = store(10, None);
         store.supply(b"k", &config, 0).unwrap();
         assert_eq!(store.get_available_tokens(b"k", 0), Ok(Some(0)));
-        assert_eq!(store.get_available_tokens(b"k", 10 * SEC - 1), Ok(Some(0)));
-        // Full at 10 s, so expired: it starts afresh with initial tokens, as Bucket4j's expiry
-        // would (an unexpired bucket would hold 2 here).
-        assert_eq!(store.get_available_tokens(b"k", 10 * SEC), Ok(Some(0)));
-        // The sweep drops it; then its supplier is asked again.
+        // Full at 10 s, so expired; kept until a sweep drops it.
+        assert_eq!(store.get_available_tokens(b"k", 20 * SEC), Ok(Some(2)));
         assert_eq!(store.remove_expired(30 * SEC), 1);
+        // Then its supplier is asked again, and it starts with its initial tokens, as a
+        // Bucket4j bucket whose stored state expired.
         assert_eq!(store.get_available_tokens(b"k", 30 * SEC), Ok(None));
+        store.supply(b"k", &config, 30 * SEC).unwrap();
+        assert_eq!(store.get_available_tokens(b"k", 30 * SEC), Ok(Some(0)));
+    }
+
+    #[test]
+    fn insertions_sweep_expired_keys() {
+        let mut store = store(usize::MAX, Some(greedy(10, 10)));
+        for key in [b"a", b"b", b"c", b"d"] {
+            store.try_consume(key, 1, 0).unwrap();
+        }
+        // All full again at 100 ms: two insertions sweep four slots.
+        store.try_consume(b"e", 1, SEC).unwrap();
+        store.try_consume(b"f", 1, SEC).unwrap();
+        assert_eq!(store.len(), 2);
+        assert!(store.contains_key(b"e") && store.contains_key(b"f"));
     }
 
     #[test]

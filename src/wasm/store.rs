@@ -14,7 +14,7 @@ use super::exchange::{
     integer, put, put_nanos, with_key, ARG_TOKENS, STATUS_ERROR, STATUS_FALSE, STATUS_NEEDS_CONFIGURATION, STATUS_TRUE,
 };
 use super::time::{duration_nanos, Clock};
-use crate::{BucketStore, StoreOptions};
+use crate::{BucketStore, StoreOptions, TokensInheritanceStrategy};
 
 /// A store held in wasm memory.
 #[wasm_bindgen(js_name = RawStore)]
@@ -25,6 +25,7 @@ pub struct RawStore {
 }
 
 /// An operation's outcome as a status.
+#[inline]
 fn store_status(outcome: Result<Option<bool>, BindingError>) -> u32 {
     match outcome {
         Ok(Some(true)) => STATUS_TRUE,
@@ -35,6 +36,13 @@ fn store_status(outcome: Result<Option<bool>, BindingError>) -> u32 {
             STATUS_ERROR
         }
     }
+}
+
+fn version_and_strategy(version: f64, strategy_name: &str) -> Result<(u64, TokensInheritanceStrategy), BindingError> {
+    let strategy = strategy(strategy_name)?;
+    let version = u64::try_from(integer(version, 0, "version")?)
+        .map_err(|_| BindingError::InvalidArgument("version must not be negative".into()))?;
+    Ok((version, strategy))
 }
 
 /// A random hash seed: keys often come from clients, who should not choose collisions.
@@ -64,18 +72,25 @@ impl RawStore {
         Ok(RawStore { store, clock: Clock::new(unit_is_millis, origin_millis)? })
     }
 
-    /// Sets the default configuration (none: keys are supplied), the version and the strategy.
-    pub fn configure(
+    /// Gives every new and outdated key `configuration`; sets the version and the strategy.
+    #[wasm_bindgen(js_name = configureDefault)]
+    pub fn configure_default(
         &mut self,
-        configuration: Option<RawConfiguration>,
+        configuration: &RawConfiguration,
         version: f64,
         strategy_name: &str,
     ) -> Result<(), JsValue> {
-        let strategy = strategy(strategy_name)?;
-        let version = integer(version, 0, "version")?;
-        let version =
-            u64::try_from(version).map_err(|_| BindingError::InvalidArgument("version must not be negative".into()))?;
-        self.store.configure(configuration.map(|c| c.configuration), version, strategy);
+        let (version, strategy) = version_and_strategy(version, strategy_name)?;
+        self.store.configure(Some(configuration.configuration.clone()), version, strategy);
+        Ok(())
+    }
+
+    /// Has new and outdated keys ask for their configuration ([`STATUS_NEEDS_CONFIGURATION`]);
+    /// sets the version and the strategy.
+    #[wasm_bindgen(js_name = configureSupplied)]
+    pub fn configure_supplied(&mut self, version: f64, strategy_name: &str) -> Result<(), JsValue> {
+        let (version, strategy) = version_and_strategy(version, strategy_name)?;
+        self.store.configure(None, version, strategy);
         Ok(())
     }
 

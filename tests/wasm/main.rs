@@ -166,7 +166,7 @@ fn durations_are_read_by_the_core_parser() {
 #[wasm_bindgen_test]
 fn a_store_asks_for_configurations_it_lacks() {
     let mut store = RawStore::new(f64::INFINITY, 0.into(), false, 0.0).unwrap();
-    store.configure(None, 0.0, "RESET").unwrap();
+    store.configure_supplied(0.0, "RESET").unwrap();
     let key = write_key("alice");
     assert_eq!(store.try_consume(key, 1.0, 0.0), STATUS_NEEDS_CONFIGURATION);
     store.supply(write_key("alice"), &ten_per_second(), 0.0).unwrap();
@@ -176,6 +176,6 @@ fn a_store_asks_for_configurations_it_lacks() {
     assert_eq!([number(0), number(1), number(2)], [0.0, 0.0, 1000.0 * MS]);
     assert_eq!(store.size(), 1.0);
     assert!(store.has(write_key("alice")) && !store.has(write_key("bob")));
-    assert_eq!(code_of(&store.configure(None, 1.0, "SOMETIMES").unwrap_err()), "INVALID_ARGUMENT");
+    assert_eq!(code_of(&store.configure_supplied(1.0, "SOMETIMES").unwrap_err()), "INVALID_ARGUMENT");
     assert_eq!(code_of(&RawStore::new(0.0, 0.into(), false, 0.0).unwrap_err()), "INVALID_CONFIGURATION");
 }

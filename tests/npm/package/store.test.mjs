@@ -74,13 +74,24 @@ test('idle expiry: a key is dropped once its bucket has been full for the grace'
   assert.equal(store.size, 0);
 });
 
-test('expiry forgets what Bucket4j forgets: initial tokens below capacity come back', () => {
+test('expiry is eventual, and forgets what Bucket4j forgets: initial tokens below capacity come back', () => {
   const { store, clock } = manual({ configuration: limit(10, 10, (l) => l.initialTokens(0)) });
   assert.equal(store.getAvailableTokens('k'), 0);
   clock.t = SEC - 1;
   assert.equal(store.getAvailableTokens('k'), 9);
-  clock.t = SEC; // full: expired, so fresh again
-  assert.equal(store.getAvailableTokens('k'), 0);
+  clock.t = 2 * SEC; // full since 1 s: expired, but kept until swept
+  assert.equal(store.getAvailableTokens('k'), 10);
+  assert.equal(store.removeExpired(), 1);
+  assert.equal(store.getAvailableTokens('k'), 0, 'a fresh bucket again');
+});
+
+test('insertions sweep expired keys a few at a time', () => {
+  const { store, clock } = manual({ configuration: limit(10, 10) });
+  for (const key of ['a', 'b', 'c', 'd']) store.tryConsume(key, 1);
+  clock.t = SEC;
+  store.tryConsume('e', 1);
+  store.tryConsume('f', 1);
+  assert.equal(store.size, 2);
 });
 
 test('beyond maxKeys, CLOCK evicts keys not used since the hand last passed', () => {
@@ -149,4 +160,14 @@ test('thousands of keys stay distinct across wasm memory growth', () => {
   store.clear();
   assert.equal(store.size, 0);
   store.free();
+});
+
+test('one configuration serves many stores and buckets (it is never consumed)', () => {
+  const shared = limit(3, 1);
+  const stores = [new BucketStore({ configuration: shared }), new BucketStore({ configuration: shared })];
+  stores[0].configure({ configuration: shared, version: 1 });
+  const bucket = Bucket.builder().withConfiguration(shared).build();
+  for (const store of stores) assert.equal(store.tryConsume('k', 3), true);
+  assert.equal(bucket.tryConsume(3), true);
+  assert.deepEqual(shared.toJSON().bandwidths[0].capacity, 3);
 });
