@@ -50,6 +50,7 @@ wasm-build: npm-tools
 
 wasm-lint: npm-tools
 	cargo clippy --target wasm32-unknown-unknown --features wasm --lib --test wasm -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features wasm
 
 ## The npm package in pkg/dist and the tarball target/npm/edgebucket-<version>.tgz.
 package: wasm-build

@@ -5,8 +5,8 @@
 //! `EdgeBucketError`s. Every rule lives in the core.
 //!
 //! The hot path crosses the boundary with numbers only: an operation takes `f64` arguments
-//! (tokens, the time read by JS) and returns a small status ([`exchange::STATUS_FALSE`] …); the
-//! numbers of a result are left in the [`exchange`] area of wasm memory, where the JS side reads
+//! (tokens, the time read by JS) and returns a small status ([`STATUS_FALSE`](crate::wasm::exchange::STATUS_FALSE) …); the
+//! numbers of a result are left in the [`exchange`](crate::wasm::exchange) area of wasm memory, where the JS side reads
 //! them. So `tryConsume` neither allocates nor serializes. Configurations, strategies and
 //! durations, which are not hot, go through serde and return `Result<_, JsValue>`.
 //!
