@@ -61,7 +61,7 @@ export function createClient(options) {
         reject(drop(job, 'queue-full', new EdgeBucketError('QUEUE_FULL', `the queue already holds ${config.maxQueue} requests`)));
         return;
       }
-      let waited = false;
+      let reason = null;
       const onAbort = () => {
         if (queue.remove(entry)) fail(drop(job, abortReason(signal), signal.reason));
       };
@@ -83,10 +83,11 @@ export function createClient(options) {
             job.done = done;
           });
         },
+        // Told at each new reason to wait (probe, then policy, …), counted once per attempt.
         waiting(grant) {
-          if (waited) return;
-          waited = true;
-          stats.paced += 1;
+          if (grant.reason === reason) return;
+          if (reason === null) stats.paced += 1;
+          reason = grant.reason;
           emit('paced', { request: job.request, wait: grant.wait, reason: grant.reason });
         },
         timedOut: () => fail(drop(job, 'timeout', timeoutError(job))),

@@ -93,6 +93,8 @@ export class RequestQueue {
     this.#pumping = true;
     this.#pass().finally(() => {
       this.#pumping = false;
+      // Asked again after the pass's last look: look again, or that request would sleep.
+      if (this.#again) this.pump();
     });
   }
 

@@ -11,3 +11,10 @@ if (!repo) throw new Error('EDGEBUCKET_REPO must name the repository (see tests/
 export function source(file) {
   return import(pathToFileURL(path.join(repo, 'js/client', file)).href);
 }
+
+/** A root devDependency of the repository (ky, axios, playwright-core), as an ES module. */
+export async function devImport(name) {
+  const { createRequire } = await import('node:module');
+  const require = createRequire(path.join(repo, 'package.json'));
+  return import(pathToFileURL(require.resolve(name)).href);
+}

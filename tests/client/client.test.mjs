@@ -1,0 +1,217 @@
+// createClient from the packed tarball against the real Node server (edgebucket enforcing the
+// limit): options, the queue (priorities, QUEUE_FULL, TIMEOUT, abort), retries, hooks, stats,
+// every header dialect end to end, the 429 learner, and use under ky and axios.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createClient, EdgeBucketError } from 'edgebucket/client';
+import { EdgeBucketError as PackageError } from 'edgebucket';
+import { startServer } from './server.mjs';
+import { offer } from './load.mjs';
+import { devImport } from './helpers.mjs';
+
+async function withServer(t, options) {
+  const server = await startServer(options);
+  t.after(() => server.close());
+  return server;
+}
+
+test('bad options are EdgeBucketErrors with code INVALID_ARGUMENT, the package\'s own class', async () => {
+  const bad = [
+    [{ concurency: 2 }, /no option "concurency"/],
+    [{ concurrency: 0 }, /concurrency must be a positive integer or Infinity, got 0/],
+    [{ maxQueue: -1 }, /maxQueue/],
+    [{ timeout: 'soon' }, /timeout/],
+    [{ retry: { limit: 1.5 } }, /retry.limit/],
+    [{ retry: { tries: 3 } }, /retry has no option "tries"/],
+    [{ retry: { statusCodes: [99] } }, /retry.statusCodes/],
+    [{ jitter: 2 }, /jitter/],
+    [{ share: '' }, /share/],
+    [{ hooks: { paced: 'log' } }, /hooks.paced\[0\] must be a function/],
+    [{ hooks: { sent: () => {} } }, /hooks has no option "sent"/],
+    [{ fetch: 'fetch' }, /fetch/],
+    [{ cost: 0 }, /cost/],
+    [{ probe: 'yes' }, /probe/],
+    ['fast', /must be an object/],
+  ];
+  for (const [options, message] of bad) {
+    assert.throws(() => createClient(options), (e) => e instanceof EdgeBucketError && e instanceof PackageError &&
+      e.code === 'INVALID_ARGUMENT' && message.test(e.message), JSON.stringify(options));
+  }
+  const client = createClient({ share: false });
+  await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { cost: -1 } }), { code: 'INVALID_ARGUMENT' });
+  await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { prio: 1 } }), { code: 'INVALID_ARGUMENT' });
+});
+
+test('a request past maxQueue fails with QUEUE_FULL at once, and the dropped hook says so', async (t) => {
+  const server = await withServer(t, { capacity: 1, window: 60 });
+  const dropped = [];
+  const client = createClient({ share: false, maxQueue: 2, hooks: { dropped: (e) => dropped.push(e.reason) } });
+  assert.equal((await client(`${server.url}/api/a`)).status, 200);
+  const queued = [client(`${server.url}/api/b`), client(`${server.url}/api/c`)];
+  await assert.rejects(client(`${server.url}/api/d`), (e) => e instanceof EdgeBucketError && e.code === 'QUEUE_FULL');
+  assert.deepEqual(dropped, ['queue-full']);
+  assert.equal(client.stats().queued, 2);
+  client.close();
+  for (const request of queued) await assert.rejects(request, { code: 'CLOSED' });
+  await assert.rejects(client(`${server.url}/api/e`), { code: 'CLOSED' });
+});
+
+test('a request that cannot go before its timeout fails with TIMEOUT as soon as that is known', async (t) => {
+  const server = await withServer(t, { capacity: 1, window: 60 });
+  const client = createClient({ share: false });
+  t.after(() => client.close());
+  await client(`${server.url}/api/a`);
+  const started = Date.now();
+  await assert.rejects(client(`${server.url}/api/b`, { edgebucket: { timeout: 5000 } }), { code: 'TIMEOUT' });
+  assert.ok(Date.now() - started < 1000, 'the 60 s wait was known: no need to sit out the 5 s');
+  assert.equal(client.stats().dropped, 1);
+});
+
+test('the timeout also bounds a request in flight', async (t) => {
+  const server = await withServer(t, { capacity: 5, window: 1 });
+  const slow = (request, init) => new Promise((resolve, reject) => {
+    const timer = setTimeout(() => fetch(request, init).then(resolve, reject), 2000);
+    request.signal.addEventListener('abort', () => { clearTimeout(timer); reject(request.signal.reason); });
+  });
+  const client = createClient({ share: false, fetch: slow, timeout: 300 });
+  const started = Date.now();
+  await assert.rejects(client(`${server.url}/api/a`), (e) => e instanceof EdgeBucketError && e.code === 'TIMEOUT');
+  assert.ok(Date.now() - started < 1500);
+});
+
+test('an AbortSignal takes a request out of the queue with the signal\'s reason', async (t) => {
+  const server = await withServer(t, { capacity: 1, window: 60 });
+  const client = createClient({ share: false });
+  t.after(() => client.close());
+  await client(`${server.url}/api/a`);
+  const controller = new AbortController();
+  const waiting = client(`${server.url}/api/b`, { signal: controller.signal });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(client.stats().queued, 1);
+  controller.abort();
+  await assert.rejects(waiting, { name: 'AbortError' });
+  assert.equal(client.stats().queued, 0);
+  await assert.rejects(client(`${server.url}/api/c`, { signal: AbortSignal.abort() }), { name: 'AbortError' });
+});
+
+test('priorities: a higher priority goes first, ties in arrival order', async (t) => {
+  const server = await withServer(t, { capacity: 1, window: 1 });
+  const client = createClient({ share: false });
+  t.after(() => client.close());
+  await client(`${server.url}/api/first`);
+  const order = [];
+  const send = (name, priority) => client(`${server.url}/api/${name}`, { edgebucket: { priority } }).then(() => order.push(name));
+  await Promise.all([send('low', 0), send('high', 5), send('mid', 1), send('high2', 5)]);
+  assert.deepEqual(order, ['high', 'high2', 'mid', 'low']);
+});
+
+test('retries: a 429 is retried after its Retry-After, for idempotent methods only, a bounded number of times', async (t) => {
+  // Servers that limit without advertising it: their 429s carry only Retry-After (2 s here).
+  const options = { capacity: 1, window: 2, dialect: 'retry-after-only' };
+  const first = async (client, server) => assert.equal((await client(`${server.url}/api/probe`)).status, 200);
+  const retries = [];
+  const server = await withServer(t, options);
+  const client = createClient({ share: false, hooks: { retry: (e) => retries.push([e.attempt, e.delay, e.response.status]) } });
+  t.after(() => client.close());
+  await first(client, server);
+  // The probe learnt nothing, so the next goes at once, meets a 429 and is retried after it.
+  const started = Date.now();
+  assert.equal((await client(`${server.url}/api/b`)).status, 200);
+  assert.ok(Date.now() - started >= 1900, 'waited out Retry-After');
+  assert.deepEqual(retries, [[1, 2000, 429]]);
+  assert.deepEqual([client.stats().retries, client.stats().rateLimited, client.stats().sent], [1, 1, 3]);
+
+  const cases = [
+    ['retry: 0 hands the 429 back', { retry: 0 }, {}],
+    ['a Retry-After beyond maxRetryAfter is not waited for', { retry: { limit: 1, maxRetryAfter: 500 } }, {}],
+    ['POST is not idempotent', {}, { method: 'POST', body: 'x' }],
+  ];
+  for (const [why, clientOptions, init] of cases) {
+    const fresh = await withServer(t, options);
+    const other = createClient({ share: false, ...clientOptions });
+    t.after(() => other.close());
+    await first(other, fresh);
+    assert.equal((await other(`${fresh.url}/api/b`, init)).status, 429, why);
+    assert.equal(other.stats().retries, 0, why);
+  }
+});
+
+test('hooks and stats: paced events carry the wait and its reason', async (t) => {
+  const server = await withServer(t, { capacity: 2, window: 1 });
+  const paced = [];
+  const client = createClient({ share: false, hooks: { paced: [(e) => paced.push(e.reason)] } });
+  t.after(() => client.close());
+  await Promise.all(Array.from({ length: 6 }, (_, i) => client(`${server.url}/api/${i}`)));
+  const stats = client.stats();
+  assert.equal(stats.requests, 6);
+  assert.equal(stats.responses, 6);
+  assert.equal(stats.rateLimited, 0);
+  assert.equal(server.stats.rejected.length, 0);
+  assert.ok(paced.includes('probe') && paced.includes('policy'), JSON.stringify(paced));
+  const [limit] = client.model().limits;
+  assert.equal(limit.policy, 'burst');
+  assert.equal(limit.quota, 2);
+  assert.equal(limit.window, 1000);
+});
+
+for (const dialect of ['draft-7', 'draft-6', 'x-ratelimit']) {
+  test(`${dialect} end to end: 3× demand for 4 s without a 429`, async (t) => {
+    const server = await withServer(t, { capacity: 10, window: 1, dialect });
+    const client = createClient({ share: false, maxQueue: Infinity });
+    const run = await offer(client, `${server.url}/api/x`, { rate: 30, seconds: 4 });
+    const admitted = server.stats.admitted.length;
+    t.diagnostic(`${dialect}: admitted ${admitted}, rejected ${server.stats.rejected.length}`);
+    assert.equal(server.stats.rejected.length, 0);
+    assert.ok(run.statuses.every((s) => s === 200 || s === 'CLOSED'));
+    // Paced, not starved: at least half of capacity + rate × 4 s (a legacy reset may be coarse).
+    assert.ok(admitted >= 25, `admitted ${admitted}`);
+  });
+}
+
+test('partition keys end to end: two users of one origin each get their own budget', async (t) => {
+  const server = await withServer(t, { capacity: 5, window: 1, partition: 'x-user' });
+  const client = createClient({ share: false, maxQueue: Infinity, partition: (request) => request.headers.get('x-user') });
+  const send = (url) => client(url, { headers: { 'x-user': Math.random() < 0.5 ? 'alice' : 'bob' } });
+  send.close = client.close;
+  const run = await offer(send, `${server.url}/api/x`, { rate: 30, seconds: 3 });
+  assert.equal(server.stats.rejected.length, 0, JSON.stringify(server.stats.byKey));
+  assert.ok(server.stats.byKey.alice.admitted >= 10 && server.stats.byKey.bob.admitted >= 10, JSON.stringify(server.stats.byKey));
+  assert.equal(client.model().limits.length, 2);
+  assert.ok(run.offered >= 90);
+});
+
+test('headers hidden (no rate-limit headers at all): the 429 learner keeps 429s rare', async (t) => {
+  const server = await withServer(t, { capacity: 10, window: 1, dialect: 'none' });
+  const client = createClient({ share: false, maxQueue: Infinity });
+  await offer(client, `${server.url}/api/x`, { rate: 30, seconds: 8 });
+  const admitted = server.stats.admitted.length;
+  const rejected = server.stats.rejected.length;
+  t.diagnostic(`learner: admitted ${admitted}, rejected ${rejected}, rate ${client.model().scopes[0].learnedRate?.toFixed(2)}/s`);
+  // A reactive client at 3× demand would see two 429s per success; the learner, one per several seconds.
+  assert.ok(rejected <= admitted / 5, `${rejected} 429s for ${admitted} successes`);
+  assert.ok(admitted >= 0.6 * (10 + 10 * 8), `admitted ${admitted}`);
+});
+
+test('usable as ky\'s fetch', async (t) => {
+  const { default: ky } = await devImport('ky');
+  const server = await withServer(t, { capacity: 3, window: 1 });
+  const client = createClient({ share: false });
+  t.after(() => client.close());
+  const api = ky.create({ prefixUrl: server.url, fetch: client, retry: 0 });
+  const bodies = await Promise.all(Array.from({ length: 8 }, (_, i) => api.get(`api/${i}`, { edgebucket: { priority: i } }).json()));
+  assert.deepEqual(bodies, Array(8).fill({ ok: true }));
+  assert.equal(server.stats.rejected.length, 0);
+  assert.equal(client.stats().requests, 8);
+});
+
+test('usable as axios\'s fetch (adapter "fetch", env.fetch)', async (t) => {
+  const { default: axios } = await devImport('axios');
+  const server = await withServer(t, { capacity: 3, window: 1 });
+  const client = createClient({ share: false });
+  t.after(() => client.close());
+  const api = axios.create({ baseURL: server.url, adapter: 'fetch', env: { fetch: client } });
+  const responses = await Promise.all(Array.from({ length: 8 }, (_, i) => api.get(`/api/${i}`)));
+  assert.deepEqual(responses.map((r) => r.data), Array(8).fill({ ok: true }));
+  assert.equal(server.stats.rejected.length, 0);
+  assert.equal(client.stats().requests, 8);
+});
