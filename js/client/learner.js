@@ -65,6 +65,11 @@ export class Learner {
     return this.#strikes > 1 ? Math.min(500 * 2 ** (this.#strikes - 2), MAX_BACKOFF) : 0;
   }
 
+  /** Starts from a rate another context learned. */
+  adopt(rate) {
+    this.#setRate(rate);
+  }
+
   #setRate(rate) {
     this.rate = Math.max(rate, MIN_RATE);
     const configuration = learnedConfiguration(this.rate);

@@ -151,6 +151,55 @@ export class Pacer {
     return { limits, scopes };
   }
 
+  /**
+   * The learned state, to hand to a successor (a tab that takes over leading): times are made
+   * relative, bucket levels whole tokens (rounded down, so a successor never starts richer).
+   */
+  export() {
+    const now = this.#now();
+    const limits = [...this.#limits.values()].map((limit) => ({
+      origin: limit.origin,
+      policy: limit.policy,
+      partitionKey: limit.partitionKey,
+      unit: limit.unit,
+      quota: limit.quota,
+      window: limit.window,
+      longestReset: limit.longestReset,
+      level: limit.bucket ? Number(limit.bucket.getAvailableTokens()) : undefined,
+      allowance: limit.allowance && limit.allowance.until > now
+        ? { remaining: limit.allowance.remaining, for: limit.allowance.until - now }
+        : null,
+    }));
+    const scopes = [...this.#scopes.values()].map((scope) => ({
+      scope: scope.key,
+      origin: scope.origin,
+      known: scope.known,
+      blockedFor: Math.max(0, scope.blockedUntil - now),
+      policies: [...scope.policies],
+      learnedRate: scope.learner.rate,
+    }));
+    return { limits, scopes };
+  }
+
+  /** Takes over a predecessor's `export()`. */
+  adopt(state) {
+    const now = this.#now();
+    for (const saved of state?.limits ?? []) {
+      const limit = this.#limit(saved.origin, saved);
+      Object.assign(limit, { unit: saved.unit, quota: saved.quota, window: saved.window, longestReset: saved.longestReset });
+      this.#configure(limit);
+      if (limit.bucket !== null && saved.level !== undefined) setLevel(limit.bucket, Math.min(saved.level, limit.quota), limit.quota);
+      if (saved.allowance) limit.allowance = { remaining: saved.allowance.remaining, until: now + saved.allowance.for };
+    }
+    for (const saved of state?.scopes ?? []) {
+      const scope = this.#scope(saved);
+      scope.known = saved.known;
+      scope.blockedUntil = Math.max(scope.blockedUntil, now + saved.blockedFor);
+      for (const [policy, partitionKey] of saved.policies) scope.policies.set(policy, partitionKey);
+      if (saved.learnedRate !== undefined) scope.learner.adopt(saved.learnedRate);
+    }
+  }
+
   // ---- granting ----
 
   #grant(scope, limits, demand, now) {

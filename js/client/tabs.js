@@ -8,12 +8,15 @@
 //   again; a grant that arrives too late is handed back, so no token leaks.
 // - Responses go to the leader as `observe`, failures as `release`; the leader tells everyone
 //   `changed` when a waiting request might now go.
-// - A new leader starts from an empty model and learns from the next response (one probe goes
-//   first). Tickets carry the issuing pacer's id, so a new leader never confuses them with its own.
+// - The leader sends its model (`state`) every second and when it closes; a new leader adopts the
+//   last one it heard (levels rounded down), or starts empty and probes. Tickets carry the
+//   issuing pacer's id, so a new leader never confuses them with its own.
 // Without Web Locks or BroadcastChannel (Node, old browsers), each context paces alone.
 
 const ANSWER_WITHIN = 250;
 const ASK_AGAIN = 50;
+/** How often the leader sends its model to the others, for whoever leads next. */
+const STATE_EVERY = 1000;
 
 /** Whether this runtime can share a budget across contexts. */
 export function canShare() {
@@ -35,6 +38,8 @@ export function sharedPacer(name, makePacer) {
   let nextQuestion = 1;
   let closed = false;
   let stepDown;
+  let heartbeat;
+  let inherited = null;
   const queued = new AbortController();
 
   const post = (message) => {
@@ -48,12 +53,14 @@ export function sharedPacer(name, makePacer) {
     .request(`edgebucket:${name}:leader`, { signal: queued.signal }, () => {
       if (closed) return undefined;
       leader = makePacer();
+      leader.adopt(inherited);
       leader.onChange(() => {
         changed();
         post({ type: 'changed' });
       });
       post({ type: 'leader' });
       changed();
+      heartbeat = setInterval(() => post({ type: 'state', state: leader.export() }), STATE_EVERY);
       return new Promise((resolve) => {
         stepDown = resolve;
       });
@@ -73,6 +80,8 @@ export function sharedPacer(name, makePacer) {
       pending.delete(data.id);
       if (resolve) resolve(data.grant);
       else if (data.grant.ok) post({ type: 'release', ticket: data.grant.ticket });
+    } else if (data.type === 'state') {
+      inherited = data.state;
     } else if (data.type === 'changed' || data.type === 'leader') {
       changed();
     }
@@ -108,7 +117,9 @@ export function sharedPacer(name, makePacer) {
       return leader !== null;
     },
     close() {
+      if (leader !== null) post({ type: 'state', state: leader.export() });
       closed = true;
+      clearInterval(heartbeat);
       queued.abort();
       stepDown?.();
       leader = null;

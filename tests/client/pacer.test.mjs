@@ -278,3 +278,13 @@ test('a ticket never handed back stops counting as in flight after ticketTtl', (
   clock.t = 1000;
   assert.equal(pacer.acquire(demand()).ok, true);
 });
+
+test('a successor adopts the learned state (tab handoff), never richer than its predecessor', () => {
+  const old = setup();
+  learn(old.pacer, { 'ratelimit-policy': '"b";q=10;w=1', ratelimit: '"b";r=3' });
+  const state = JSON.parse(JSON.stringify(old.pacer.export())); // as BroadcastChannel clones it
+  const next = setup();
+  next.pacer.adopt(state);
+  assert.equal(next.pacer.acquire(demand()).ok, true, 'known: no probe');
+  assert.equal(drain(next.pacer).tickets.length, 2);
+});
