@@ -5,32 +5,18 @@
 // measures its admitting path. Times are medians of several rounds of a plain loop, in ns per
 // operation; ratios compare like with like (same clock where the peer lets us choose).
 import zlib from 'node:zlib';
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Bucket, BucketStore, BucketConfiguration } from '../../pkg/dist/entry-inline.js';
 import * as raw from '../../pkg/dist/wasm/edgebucket.js';
+import { wasmBase64 } from '../../pkg/dist/wasm/inline.js';
 import { TokenBucket } from 'limiter';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import Bottleneck from 'bottleneck';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 const ROUNDS = 7;
 const N = 2_000_000;
 const KEYS = 100_000;
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const fmt = (ns) => (ns >= 100_000 ? `${(ns / 1e6).toFixed(2)} ms` : `${ns.toFixed(1)} ns`);
-
-function measure(fn, iterations = N) {
-  for (let i = 0; i < iterations / 10; i++) fn(i);
-  const rounds = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    const start = process.hrtime.bigint();
-    for (let i = 0; i < iterations; i++) fn(i);
-    rounds.push(Number(process.hrtime.bigint() - start) / iterations);
-  }
-  return median(rounds);
-}
 
 async function measureAsync(fn, iterations) {
   for (let i = 0; i < iterations / 10; i++) await fn(i);
@@ -73,31 +59,47 @@ class FloatBucket {
   }
 }
 
-console.log(`edgebucket JS benchmark — node ${process.version}, ${N.toLocaleString()} ops × ${ROUNDS} rounds (median)\n`);
-console.log('— one bucket —');
+console.log(`edgebucket JS benchmark — node ${process.version}, ${N.toLocaleString()} ops × ${ROUNDS} rounds, cases interleaved (median)\n`);
 let sink = 0;
-row('Date.now() alone', measure(() => { sink += Date.now(); }));
-row('performance.now() alone', measure(() => { sink += performance.now(); }));
 const float = new FloatBucket(BIG, BIG / 1000);
-row('bare float JS bucket (Date.now)', measure(() => { sink += float.tryConsume(1); }));
 const bucket = Bucket.builder().withConfiguration(config).build();
-row('edgebucket bucket.tryConsume (Date.now)', measure(() => { sink += bucket.tryConsume(1); }));
 const nanos = Bucket.builder().withConfiguration(config).withNanosecondPrecision().build();
-row('edgebucket bucket.tryConsume (performance.now)', measure(() => { sink += nanos.tryConsume(1); }));
 let t = 0;
 const manual = Bucket.builder().withConfiguration(config).withCustomTimeMeter(() => (t += 1000)).build();
-row('edgebucket bucket.tryConsume (manual clock: no clock read)', measure(() => { sink += manual.tryConsume(1); }));
 const rawBucket = new raw.RawBucket(configRaw(), false, 0, 0);
 let u = 0;
-row('  wasm call alone (RawBucket.tryConsume, time given)', measure(() => { sink += rawBucket.tryConsume(1, (u += 1000)); }));
 const limiter = new TokenBucket({ bucketSize: BIG, tokensPerInterval: BIG, interval: 'second' });
-row('limiter TokenBucket.tryRemoveTokens (performance.now)', measure(() => { sink += limiter.tryRemoveTokens(1); }));
-
-console.log('\n— keyed —');
 const store = new BucketStore({ configuration: keyed, maxKeys: Infinity });
-row('edgebucket store.tryConsume, 1 key', measure(() => { sink += store.tryConsume('user:1', 1); }));
-for (const key of keys) store.tryConsume(key, 1);
-row(`edgebucket store.tryConsume, ${KEYS / 1000}k keys`, measure((i) => { sink += store.tryConsume(keys[i % KEYS], 1); }));
+const manyKeys = new BucketStore({ configuration: keyed, maxKeys: Infinity });
+for (const key of keys) manyKeys.tryConsume(key, 1);
+
+const sync = [
+  ['one bucket', 'Date.now() alone', () => { sink += Date.now(); }],
+  ['one bucket', 'performance.now() alone', () => { sink += performance.now(); }],
+  ['one bucket', 'bare float JS bucket (Date.now)', () => { sink += float.tryConsume(1); }],
+  ['one bucket', 'edgebucket bucket.tryConsume (Date.now)', () => { sink += bucket.tryConsume(1); }],
+  ['one bucket', 'edgebucket bucket.tryConsume (performance.now)', () => { sink += nanos.tryConsume(1); }],
+  ['one bucket', 'edgebucket bucket.tryConsume (manual clock: no clock read)', () => { sink += manual.tryConsume(1); }],
+  ['one bucket', '  the wasm call alone (RawBucket, time given, refills)', () => { sink += rawBucket.tryConsume(1, (u += 1000)); }],
+  ['one bucket', 'limiter TokenBucket.tryRemoveTokens (performance.now)', () => { sink += limiter.tryRemoveTokens(1); }],
+  ['keyed', 'edgebucket store.tryConsume, 1 key', () => { sink += store.tryConsume('user:1', 1); }],
+  ['keyed', `edgebucket store.tryConsume, ${KEYS / 1000}k keys`, (i) => { sink += manyKeys.tryConsume(keys[i % KEYS], 1); }],
+];
+// Interleaved rounds: a disturbance on a shared machine spreads over every case, not one.
+const samples = sync.map(() => []);
+for (const [, , fn] of sync) for (let i = 0; i < N / 10; i++) fn(i);
+for (let r = 0; r < ROUNDS; r++) {
+  sync.forEach(([, , fn], c) => {
+    const start = process.hrtime.bigint();
+    for (let i = 0; i < N; i++) fn(i);
+    samples[c].push(Number(process.hrtime.bigint() - start) / N);
+  });
+}
+let group = '';
+sync.forEach(([g, name], c) => {
+  if (g !== group) console.log(`${group ? '\n' : ''}— ${(group = g)} —`);
+  row(name, median(samples[c]));
+});
 const rlf = new RateLimiterMemory({ points: BIG, duration: 3600 });
 row('rate-limiter-flexible Memory consume, 1 key', await measureAsync(() => rlf.consume('user:1', 1), 200_000));
 for (const key of keys) await rlf.consume(key, 1);
@@ -115,7 +117,7 @@ console.log(`bottleneck / tryConsume                                   ${ratio('
 console.log(`tryConsume (Date.now) − manual clock = clock read cost    ${fmt(results['edgebucket bucket.tryConsume (Date.now)'] - results['edgebucket bucket.tryConsume (manual clock: no clock read)'])}`);
 
 console.log('\n— size and memory —');
-const wasm = fs.readFileSync(path.join(here, '../../pkg/dist/wasm/edgebucket_bg.wasm'));
+const wasm = Buffer.from(wasmBase64, 'base64'); // the very module this process runs
 console.log(`wasm: ${(wasm.length / 1024).toFixed(1)} KB raw, ${(zlib.gzipSync(wasm, { level: 9 }).length / 1024).toFixed(1)} KB gzip`);
 
 const MILLION = 1_000_000;
