@@ -2,7 +2,7 @@
 import { invalidArgument, EdgeBucketError } from './errors.js';
 import { raw } from './runtime.js';
 import { ConfigurationBuilder, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
-import { millisecondClock, nanosecondClock, customClock } from './clock.js';
+import { millisecondClock, nanosecondClock, customClock, readClock } from './clock.js';
 import * as ops from './operations.js';
 import { tellConsumption } from './listener.js';
 import { VerboseBucket } from './verbose.js';
@@ -46,55 +46,55 @@ export class Bucket {
 
   /** Consumes `tokens` if every limit has them; whether it did. */
   tryConsume(tokens) {
-    const consumed = ops.tryConsume(this.#raw, tokens, this.#clock.now());
+    const consumed = ops.tryConsume(this.#raw, tokens, readClock(this.#clock));
     if (this.#listener !== null) tellConsumption(this.#listener, consumed, tokens);
     return consumed;
   }
 
   /** Consumes if possible; `{ consumed, remainingTokens, nanosToWaitForRefill, nanosToWaitForReset }`. */
   tryConsumeAndReturnRemaining(tokens) {
-    const probe = ops.tryConsumeAndReturnRemaining(this.#raw, tokens, this.#clock.now());
+    const probe = ops.tryConsumeAndReturnRemaining(this.#raw, tokens, readClock(this.#clock));
     if (this.#listener !== null) tellConsumption(this.#listener, probe.consumed, tokens);
     return probe;
   }
 
   /** Whether `tokens` could be consumed now: `{ canBeConsumed, remainingTokens, nanosToWaitForRefill }`. */
   estimateAbilityToConsume(tokens) {
-    return ops.estimateAbilityToConsume(this.#raw, tokens, this.#clock.now());
+    return ops.estimateAbilityToConsume(this.#raw, tokens, readClock(this.#clock));
   }
 
   /** Consumes every available token (at most `limit`); how many. */
   tryConsumeAsMuchAsPossible(limit) {
-    const consumed = ops.tryConsumeAsMuchAsPossible(this.#raw, limit, this.#clock.now());
+    const consumed = ops.tryConsumeAsMuchAsPossible(this.#raw, limit, readClock(this.#clock));
     if (this.#listener !== null && consumed > 0) this.#listener.onConsumed?.(consumed);
     return consumed;
   }
 
   /** Returns `tokens`: `min(capacity, available + tokens)` per limit. */
   addTokens(tokens) {
-    ops.addTokens(this.#raw, tokens, this.#clock.now());
+    ops.addTokens(this.#raw, tokens, readClock(this.#clock));
   }
 
   /** Adds `tokens`, beyond capacity if need be. */
   forceAddTokens(tokens) {
-    ops.forceAddTokens(this.#raw, tokens, this.#clock.now());
+    ops.forceAddTokens(this.#raw, tokens, readClock(this.#clock));
   }
 
   /** Consumes `tokens` whatever the limits; the nanoseconds until the debt is repaid. */
   consumeIgnoringRateLimits(tokens) {
-    const wait = ops.consumeIgnoringRateLimits(this.#raw, tokens, this.#clock.now());
+    const wait = ops.consumeIgnoringRateLimits(this.#raw, tokens, readClock(this.#clock));
     if (this.#listener !== null) this.#listener.onConsumed?.(tokens);
     return wait;
   }
 
   /** Tokens available now (negative in debt). */
   getAvailableTokens() {
-    return ops.getAvailableTokens(this.#raw, this.#clock.now());
+    return ops.getAvailableTokens(this.#raw, readClock(this.#clock));
   }
 
   /** Fills every limit to capacity. */
   reset() {
-    ops.reset(this.#raw, this.#clock.now());
+    ops.reset(this.#raw, readClock(this.#clock));
   }
 
   /** Replaces the limits, carrying tokens over by `strategy` (a {@link TokensInheritanceStrategy}). */
@@ -102,7 +102,7 @@ export class Bucket {
     if (typeof strategy !== 'string') {
       throw invalidArgument(`strategy must be one of ${Object.keys(TokensInheritanceStrategy).join(', ')}`);
     }
-    this.#raw.replaceConfiguration(rawConfiguration(configuration), strategy, this.#clock.now());
+    this.#raw.replaceConfiguration(rawConfiguration(configuration), strategy, readClock(this.#clock));
   }
 
   /** The configuration in force. */
@@ -112,7 +112,7 @@ export class Bucket {
 
   /** Available tokens and time to full refill, overall and per limit. */
   getDiagnostics() {
-    return ops.diagnostics(this.#raw, this.#clock.now());
+    return ops.diagnostics(this.#raw, readClock(this.#clock));
   }
 
   /** The same bucket, its operations returning `{ value, configuration, diagnostics }`. */

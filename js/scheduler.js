@@ -4,6 +4,7 @@
 import { EdgeBucketError } from './errors.js';
 import { durationNanos } from './runtime.js';
 import * as ops from './operations.js';
+import { readClock } from './clock.js';
 
 /** setTimeout's longest delay; longer waits are chained. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -33,7 +34,7 @@ export class Scheduler {
    */
   async consume(tokens, { signal } = {}) {
     signal?.throwIfAborted();
-    const wait = ops.reserve(this.#raw, tokens, Infinity, this.#clock.now());
+    const wait = ops.reserve(this.#raw, tokens, Infinity, readClock(this.#clock));
     if (wait === null) {
       throw new EdgeBucketError('RESERVATION_OVERFLOW', `${tokens} tokens cannot be reserved: the wait would be unbounded`);
     }
@@ -52,7 +53,7 @@ export class Scheduler {
    */
   async tryConsume(tokens, maxWait, { signal } = {}) {
     signal?.throwIfAborted();
-    const wait = ops.reserve(this.#raw, tokens, durationNanos(maxWait), this.#clock.now());
+    const wait = ops.reserve(this.#raw, tokens, durationNanos(maxWait), readClock(this.#clock));
     if (wait === null) {
       this.#listener?.onRejected?.(tokens);
       return false;
@@ -67,7 +68,7 @@ export class Scheduler {
       try {
         await sleep(wait, signal);
       } catch (reason) {
-        ops.addTokens(this.#raw, tokens, this.#clock.now());
+        ops.addTokens(this.#raw, tokens, readClock(this.#clock));
         this.#listener?.onAborted?.(reason);
         throw reason;
       }

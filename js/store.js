@@ -3,7 +3,7 @@
 import { invalidArgument } from './errors.js';
 import { raw, writeKey, integer, fail, result, ARG_TOKENS, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
 import { BucketConfiguration, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
-import { clockOption } from './clock.js';
+import { clockOption, readClock } from './clock.js';
 import { consumptionProbe, estimationProbe } from './operations.js';
 
 const tokensArg = (tokens) => (typeof tokens === 'number' ? tokens : integer(tokens, ARG_TOKENS, 'tokens'));
@@ -64,26 +64,26 @@ export class BucketStore {
 
   /** Consumes `tokens` from `key`'s bucket if it has them; whether it did. */
   tryConsume(key, tokens) {
-    let status = this.#raw.tryConsume(writeKey(key), tokensArg(tokens), this.#clock.now());
-    if (status > STATUS_TRUE) status = this.#retry(status, key, () => this.#raw.tryConsume(writeKey(key), tokensArg(tokens), this.#clock.now()));
+    let status = this.#raw.tryConsume(writeKey(key), tokensArg(tokens), readClock(this.#clock));
+    if (status > STATUS_TRUE) status = this.#retry(status, key, () => this.#raw.tryConsume(writeKey(key), tokensArg(tokens), readClock(this.#clock)));
     return status === STATUS_TRUE;
   }
 
   /** As `Bucket.tryConsumeAndReturnRemaining`, on `key`'s bucket. */
   tryConsumeAndReturnRemaining(key, tokens) {
-    const op = () => this.#raw.tryConsumeAndReturnRemaining(writeKey(key), tokensArg(tokens), this.#clock.now());
+    const op = () => this.#raw.tryConsumeAndReturnRemaining(writeKey(key), tokensArg(tokens), readClock(this.#clock));
     return consumptionProbe(this.#settle(op(), key, op));
   }
 
   /** As `Bucket.estimateAbilityToConsume`, on `key`'s bucket. */
   estimateAbilityToConsume(key, tokens) {
-    const op = () => this.#raw.estimateAbilityToConsume(writeKey(key), tokensArg(tokens), this.#clock.now());
+    const op = () => this.#raw.estimateAbilityToConsume(writeKey(key), tokensArg(tokens), readClock(this.#clock));
     return estimationProbe(this.#settle(op(), key, op));
   }
 
   /** Tokens available in `key`'s bucket. */
   getAvailableTokens(key) {
-    const op = () => this.#raw.getAvailableTokens(writeKey(key), this.#clock.now());
+    const op = () => this.#raw.getAvailableTokens(writeKey(key), readClock(this.#clock));
     this.#settle(op(), key, op);
     return result(0);
   }
@@ -100,7 +100,7 @@ export class BucketStore {
 
   /** Drops every expired key now; how many. */
   removeExpired() {
-    return this.#raw.removeExpired(this.#clock.now());
+    return this.#raw.removeExpired(readClock(this.#clock));
   }
 
   /** Drops every key. */
@@ -134,6 +134,6 @@ export class BucketStore {
 
   #supply(key) {
     const configuration = this.#supplier(key);
-    this.#raw.supply(writeKey(key), rawConfiguration(configuration), this.#clock.now());
+    this.#raw.supply(writeKey(key), rawConfiguration(configuration), readClock(this.#clock));
   }
 }

@@ -1,6 +1,7 @@
 // Bucket4j's VerboseBucket: each result comes with the configuration and diagnostics right
 // after the operation, taken at the same instant.
 import * as ops from './operations.js';
+import { readClock } from './clock.js';
 import { tellConsumption } from './listener.js';
 
 /**
@@ -74,7 +75,7 @@ export class VerboseBucket {
   }
 
   #run(operation) {
-    const now = this.#clock.now();
+    const now = readClock(this.#clock);
     const value = operation(now);
     return { value, configuration: ops.configuration(this.#raw), diagnostics: ops.diagnostics(this.#raw, now) };
   }
