@@ -3,7 +3,9 @@
 
 use std::cell::RefCell;
 
-use worker::{wasm_bindgen::JsValue, Env, Method, Request, RequestInit};
+use worker::wasm_bindgen::{JsCast, JsValue};
+use worker::wasm_bindgen_futures::JsFuture;
+use worker::{web_sys, worker_sys, Env};
 
 use super::decide;
 use super::errors::ApiError;
@@ -44,15 +46,21 @@ pub async fn decide(env: &Env, settings: &Settings, key: &str, command: &Command
 
 /// Sends `command` to the object of `key`; returns its status and body.
 ///
+/// Straight on the runtime's objects: workers-rs's `Response::text` reads a fetched body chunk by
+/// chunk through a stream reader, which cost a fifth of the worker's time per decision.
+///
 /// # Errors
 /// When the binding is missing or the object cannot be reached.
 pub async fn send(env: &Env, key: &str, command: &Command) -> worker::Result<(u16, String)> {
-    let stub = env.durable_object(BINDING)?.id_from_name(key)?.get_stub()?;
+    let stub: worker_sys::DurableObject = env.durable_object(BINDING)?.id_from_name(key)?.get_stub()?.into_rpc();
     let body = serde_json::to_string(command).map_err(|e| worker::Error::RustError(e.to_string()))?;
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post).with_body(Some(JsValue::from_str(&body)));
-    let mut response = stub.fetch_with_request(Request::new_with_init("https://bucket/", &init)?).await?;
-    Ok((response.status_code(), response.text().await?))
+    let init = web_sys::RequestInit::new();
+    init.set_method("POST");
+    init.set_body(&JsValue::from_str(&body));
+    let request = web_sys::Request::new_with_str_and_init("https://bucket/", &init)?;
+    let response: web_sys::Response = JsFuture::from(stub.fetch_with_request(&request)?).await?.dyn_into()?;
+    let text = JsFuture::from(response.text()?).await?.as_string().unwrap_or_default();
+    Ok((response.status(), text))
 }
 
 fn parse_outcome(body: &str) -> Result<Outcome, ApiError> {

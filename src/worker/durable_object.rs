@@ -39,11 +39,20 @@ pub struct BucketObject {
     idle_until: Cell<f64>,
     /// Whether this instance has scheduled the idle alarm.
     alarm_set: Cell<bool>,
+    /// Whether the table exists (the first write creates it; a read never does).
+    table_ready: Cell<bool>,
 }
 
 impl worker::DurableObject for BucketObject {
     fn new(state: State, env: Env) -> Self {
-        BucketObject { state, env, held: RefCell::new(None), idle_until: Cell::new(0.0), alarm_set: Cell::new(false) }
+        BucketObject {
+            state,
+            env,
+            held: RefCell::new(None),
+            idle_until: Cell::new(0.0),
+            alarm_set: Cell::new(false),
+            table_ready: Cell::new(false),
+        }
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
@@ -96,6 +105,7 @@ impl BucketObject {
         let sql = self.state.storage().sql();
         let tables = sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'bucket'", None);
         let exists = tables.map_err(storage)?.raw().next().is_some();
+        self.table_ready.set(exists);
         let held = if exists { self.read_row()? } else { None };
         *self.held.borrow_mut() = Some(held);
         Ok(())
@@ -133,24 +143,32 @@ impl BucketObject {
             let ttl_millis = round_up(held.bucket.idle_expiry_nanos(grace, now), MILLISECOND).unwrap_or(i64::MAX);
             (held.policy.clone(), held.encode(), idle_deadline(now, ttl_millis))
         };
-        let sql = self.state.storage().sql();
-        let written = sql
-            .exec(
-                "CREATE TABLE IF NOT EXISTS bucket (id INTEGER PRIMARY KEY, policy TEXT NOT NULL, state BLOB NOT NULL, idle_until REAL NOT NULL)",
-                None,
+        let written = self.table().and_then(|sql| {
+            sql.exec(
+                "INSERT OR REPLACE INTO bucket (id, policy, state, idle_until) VALUES (0, ?, ?, ?)",
+                vec![policy.into(), bytes.into(), idle_until.into()],
             )
-            .and_then(|_| {
-                sql.exec(
-                    "INSERT OR REPLACE INTO bucket (id, policy, state, idle_until) VALUES (0, ?, ?, ?)",
-                    vec![policy.into(), bytes.into(), idle_until.into()],
-                )
-            });
+        });
         if let Err(error) = written {
             *self.held.borrow_mut() = None;
+            self.table_ready.set(false);
             return Err(storage(error));
         }
         self.idle_until.set(idle_until);
         Ok(())
+    }
+
+    /// The SQL storage, with the bucket table created if this instance has not yet seen it.
+    fn table(&self) -> worker::Result<worker::SqlStorage> {
+        let sql = self.state.storage().sql();
+        if !self.table_ready.get() {
+            sql.exec(
+                "CREATE TABLE IF NOT EXISTS bucket (id INTEGER PRIMARY KEY, policy TEXT NOT NULL, state BLOB NOT NULL, idle_until REAL NOT NULL)",
+                None,
+            )?;
+            self.table_ready.set(true);
+        }
+        Ok(sql)
     }
 
     /// One alarm per object instance: when it fires early (the bucket was used since), it is
@@ -190,6 +208,7 @@ impl BucketObject {
         // Forget first: a request arriving while storage is cleared starts a fresh bucket.
         *self.held.borrow_mut() = Some(None);
         self.alarm_set.set(false);
+        self.table_ready.set(false);
         self.state.storage().delete_all().await.map_err(storage)?;
         Ok(existed)
     }

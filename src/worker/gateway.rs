@@ -3,11 +3,12 @@
 //! and the origin's answer gets the rate-limit headers; a rejected one gets 429
 //! `application/problem+json` (`quota-exceeded`, `violated-policies`) with `Retry-After`.
 
-use worker::{web_sys, Env, Fetch, Request, Response};
+use worker::{web_sys, Env, Fetch, Response};
 
 use super::client;
 use super::errors::{self, ApiError};
 use super::headers::{self, Context};
+use super::incoming::Incoming;
 use super::log::DecisionLine;
 use super::metrics;
 use super::protocol::{Command, Mode};
@@ -19,16 +20,15 @@ use super::settings::Settings;
 ///
 /// # Errors
 /// Only if the runtime fails to build a response.
-pub async fn handle(req: Request, env: &Env, settings: &Settings, started: f64) -> worker::Result<Response> {
-    let url = req.url()?;
-    let method = req.inner().method();
-    let Some((route, captures)) = routes::find(&settings.routes, &method, url.path()) else {
+pub async fn handle(req: &Incoming, env: &Env, settings: &Settings, started: f64) -> worker::Result<Response> {
+    let method = req.method();
+    let Some((route, captures)) = routes::find(&settings.routes, &method, req.path()) else {
         if settings.routes.is_empty() {
-            return respond::problem(&ApiError::not_found(url.path()));
+            return respond::problem(&ApiError::not_found(req.path()));
         }
         return forward(req, settings, &[]).await;
     };
-    let key = match routes::bucket_key(route, &captures, |name| req.headers().get(name).ok().flatten()) {
+    let key = match routes::bucket_key(route, &captures, |name| req.header(name)) {
         Ok(key) => key,
         Err(error) => {
             metrics::with(|m| m.error(&error.code));
@@ -65,11 +65,10 @@ pub async fn handle(req: Request, env: &Env, settings: &Settings, started: f64) 
 }
 
 /// Sends `req` to the origin and returns its answer with `extra` headers added.
-async fn forward(req: Request, settings: &Settings, extra: &[(&str, String)]) -> worker::Result<Response> {
+async fn forward(req: &Incoming, settings: &Settings, extra: &[(&str, String)]) -> worker::Result<Response> {
     let origin = settings.origin.as_deref().unwrap_or_default();
-    let url = req.url()?;
-    let target = format!("{origin}{}{}", url.path(), url.query().map(|q| format!("?{q}")).unwrap_or_default());
-    let upstream = match upstream_request(&req, &target) {
+    let target = format!("{origin}{}{}", req.path(), req.query().map(|q| format!("?{q}")).unwrap_or_default());
+    let upstream = match upstream_request(req.raw(), &target) {
         Ok(upstream) => upstream,
         Err(error) => return respond::problem(&ApiError::internal(error.to_string())),
     };
@@ -95,8 +94,7 @@ async fn forward(req: Request, settings: &Settings, extra: &[(&str, String)]) ->
 }
 
 /// The same request aimed at `target`: method, headers (less `Host`) and body stream.
-fn upstream_request(req: &Request, target: &str) -> worker::Result<web_sys::Request> {
-    let inner = req.inner();
+fn upstream_request(inner: &web_sys::Request, target: &str) -> worker::Result<web_sys::Request> {
     let headers = web_sys::Headers::new_with_headers(&inner.headers())?;
     headers.delete("Host")?;
     let init = web_sys::RequestInit::new();

@@ -14,7 +14,8 @@
 //!   share, [`protocol`](crate::worker::protocol) what they exchange;
 //! - answers: [`headers`](crate::worker::headers), [`errors`](crate::worker::errors),
 //!   [`respond`](crate::worker::respond);
-//! - requests: [`keys`](crate::worker::keys), [`auth`](crate::worker::auth);
+//! - requests: [`incoming`](crate::worker::incoming), [`keys`](crate::worker::keys),
+//!   [`auth`](crate::worker::auth);
 //! - observing: [`log`](crate::worker::log), [`metrics`](crate::worker::metrics).
 
 pub mod api;
@@ -27,6 +28,7 @@ pub mod errors;
 pub mod failure;
 pub mod gateway;
 pub mod headers;
+pub mod incoming;
 pub mod keys;
 pub mod log;
 pub mod metrics;
@@ -37,21 +39,22 @@ pub mod routes;
 pub mod service;
 pub mod settings;
 
-use worker::{event, Context, Env, Request, Response};
+use worker::{event, web_sys, Context, Env, Response};
 
 pub use durable_object::BucketObject;
 
 /// The worker's entry point: `/v1` is the service API, everything else the gateway.
 #[event(fetch)]
-pub async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+pub async fn fetch(req: web_sys::Request, env: Env, _ctx: Context) -> worker::Result<Response> {
     let started = client::js_millis() as f64;
     let settings = match settings::load(&env) {
         Ok(settings) => settings,
         Err(error) => return respond::problem(&error),
     };
-    match api::endpoint(&req.inner().method(), &req.path()) {
-        Ok(Some(endpoint)) => service::handle(endpoint, req, &env, &settings, started).await,
-        Ok(None) => gateway::handle(req, &env, &settings, started).await,
+    let req = incoming::Incoming::new(req);
+    match api::endpoint(&req.method(), req.path()) {
+        Ok(Some(endpoint)) => service::handle(endpoint, &req, &env, &settings, started).await,
+        Ok(None) => gateway::handle(&req, &env, &settings, started).await,
         Err(error) => {
             metrics::with(|m| m.error(&error.code));
             respond::problem(&error)

@@ -2,12 +2,13 @@
 //! headers. Rejections are 429 with the draft's `quota-exceeded` problem document extended with
 //! the decision; estimates are always 200.
 
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 use super::api::{self, DecisionBody, Endpoint, MAX_BODY_BYTES};
 use super::client::{self, Verdict};
 use super::errors::{self, ApiError};
 use super::headers::{self, Context};
+use super::incoming::Incoming;
 use super::log::DecisionLine;
 use super::metrics;
 use super::protocol::{Command, Deleted, Mode, Outcome};
@@ -20,12 +21,12 @@ use super::settings::Settings;
 /// Only if the runtime fails to build a response.
 pub async fn handle(
     endpoint: Endpoint,
-    mut req: Request,
+    req: &Incoming,
     env: &Env,
     settings: &Settings,
     started: f64,
 ) -> worker::Result<Response> {
-    match serve(&endpoint, &mut req, env, settings, started).await {
+    match serve(&endpoint, req, env, settings, started).await {
         Ok(response) => Ok(response),
         Err(error) => {
             metrics::with(|m| m.error(&error.code));
@@ -36,13 +37,12 @@ pub async fn handle(
 
 async fn serve(
     endpoint: &Endpoint,
-    req: &mut Request,
+    req: &Incoming,
     env: &Env,
     settings: &Settings,
     started: f64,
 ) -> Result<Response, ApiError> {
-    let authorization = req.headers().get("Authorization").ok().flatten();
-    settings.secrets.check(endpoint.role(), authorization.as_deref())?;
+    settings.secrets.check(endpoint.role(), req.header("Authorization").as_deref())?;
     let (key, command) = match endpoint {
         Endpoint::Policies => return policies(settings).map_err(runtime),
         Endpoint::Metrics => return metrics_text().map_err(runtime),
@@ -154,9 +154,9 @@ fn metrics_text() -> worker::Result<Response> {
 
 /// The body, refused above [`MAX_BODY_BYTES`] (by `Content-Length` first, so an honest large
 /// upload is not read at all).
-async fn read_body(req: &mut Request) -> Result<Vec<u8>, ApiError> {
+async fn read_body(req: &Incoming) -> Result<Vec<u8>, ApiError> {
     let too_large = || ApiError::new(413, "BODY_TOO_LARGE", format!("the body is limited to {MAX_BODY_BYTES} bytes"));
-    let declared = req.headers().get("Content-Length").ok().flatten().and_then(|v| v.parse::<u64>().ok());
+    let declared = req.header("Content-Length").and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return Err(too_large());
     }
