@@ -19,15 +19,21 @@ const NANOS_PER_MILLI: i64 = 1_000_000;
 pub struct Clock {
     nanos_per_unit: i64,
     origin_nanos: i64,
+    /// The largest |value| whose product with the unit fits in `i64`. A range check instead of
+    /// `checked_mul`, which wasm32 lowers to a 128-bit multiply call on every operation.
+    max_units: i64,
 }
 
 impl Clock {
     /// Milliseconds (`unit_is_millis`) or nanoseconds, after `origin_millis` (a time in
     /// milliseconds, possibly fractional: `performance.timeOrigin`).
     pub fn new(unit_is_millis: bool, origin_millis: f64) -> Result<Self, BindingError> {
-        let millis = Clock { nanos_per_unit: NANOS_PER_MILLI, origin_nanos: 0 };
-        let origin_nanos = millis.nanos(origin_millis)?;
-        Ok(Clock { nanos_per_unit: if unit_is_millis { NANOS_PER_MILLI } else { 1 }, origin_nanos })
+        let origin_nanos = Clock::with_unit(NANOS_PER_MILLI, 0).nanos(origin_millis)?;
+        Ok(Clock::with_unit(if unit_is_millis { NANOS_PER_MILLI } else { 1 }, origin_nanos))
+    }
+
+    fn with_unit(nanos_per_unit: i64, origin_nanos: i64) -> Self {
+        Clock { nanos_per_unit, origin_nanos, max_units: i64::MAX / nanos_per_unit }
     }
 
     /// `value` in nanoseconds; see the module docs.
@@ -36,7 +42,8 @@ impl Clock {
         let units =
             if value.fract() == 0.0 && value.abs() <= 9_007_199_254_740_991.0 { Some(value as i64) } else { None };
         let nanos = match units {
-            Some(units) => units.checked_mul(self.nanos_per_unit),
+            Some(units) if units.abs() <= self.max_units => Some(units * self.nanos_per_unit),
+            Some(_) => None,
             None if value.is_nan() => exchange::take_big(ARG_TIME),
             None if self.nanos_per_unit == NANOS_PER_MILLI && value.is_finite() => fractional_millis(value),
             None => None,
@@ -56,7 +63,7 @@ fn fractional_millis(value: f64) -> Option<i64> {
         return None; // beyond year 2262 in nanoseconds
     }
     let fraction = ((value - whole) * NANOS_PER_MILLI as f64).round() as i64;
-    (whole as i64).checked_mul(NANOS_PER_MILLI)?.checked_add(fraction)
+    (whole as i64 * NANOS_PER_MILLI).checked_add(fraction) // |whole| ≤ 9.2e12: the product fits
 }
 
 /// A duration in the configuration schema's forms (milliseconds, `"250ms"`, `{ seconds: 1 }`),
