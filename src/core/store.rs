@@ -297,6 +297,7 @@ impl BucketStore {
         check_key(key)?;
         let hash = self.hasher.hash_one(key);
         let id = match self.find(hash, key) {
+            Some(id) if !self.is_outdated(id) => id,
             Some(id) => match self.refresh(id, now)? {
                 Some(id) => id,
                 None => return Ok(None),
@@ -309,15 +310,11 @@ impl BucketStore {
         self.run(id, op).map(Some)
     }
 
-    /// `id` ready for use at `now`: an outdated key is replaced by the default configuration
-    /// (started afresh if expired); without a default, `None` (the caller must supply).
-    /// A current key is used as it is, expired or not: expiry is the sweeps' business, so
-    /// the hot path refills once.
-    #[inline]
+    /// Outdated `id` ready for use at `now`: replaced by the default configuration (started
+    /// afresh if expired); without a default, `None` (the caller must supply). A current key is
+    /// used as it is, expired or not: expiry is the sweeps' business, so the hot path refills
+    /// once.
     fn refresh(&mut self, id: u32, now: i64) -> Result<Option<u32>> {
-        if !self.is_outdated(id) {
-            return Ok(Some(id));
-        }
         let Some(entry) = self.default else { return Ok(None) };
         if self.is_expired(id, now) {
             self.assign(id, entry, now, None);
