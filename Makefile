@@ -7,14 +7,14 @@ SHELL := bash
 FUZZ_SECONDS ?= 60
 CARGO_FUZZ_VERSION := 0.13.2
 
-.PHONY: setup test lint unit docs fuzz-check demo bench fuzz
+.PHONY: setup test lint unit docs fuzz-check demo bench fuzz worker-build worker-lint worker-test bench-worker
 
 ## Install the pinned Rust toolchain, components and targets (rust-toolchain.toml).
 setup:
 	rustup toolchain install
 
 ## Everything CI runs.
-test: setup lint unit docs fuzz-check npm-test client-test
+test: setup lint unit docs fuzz-check worker-test npm-test client-test
 
 lint:
 	cargo fmt --check
@@ -30,9 +30,29 @@ docs:
 fuzz-check:
 	cargo check --manifest-path fuzz/Cargo.toml
 
-## The main job.
-demo: setup
-	cargo run --release --example demo
+## The main job: the worker under `wrangler dev` (local workerd, state in .wrangler/demo), a
+## scripted client printing decisions and headers, then a clean stop.
+demo: worker-build
+	node examples/worker_demo.mjs
+
+## The Cloudflare Worker (src/worker/): build with worker-build into build/.
+worker-build: setup
+	scripts/worker-build.sh
+
+# The worker feature on both targets (natively with its unit tests), and its docs (gated behind it).
+worker-lint: setup
+	cargo clippy --features worker --lib --profile test -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown --features worker --lib -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features worker
+
+## Worker unit tests (native) and end-to-end tests against the built worker in real workerd.
+worker-test: worker-build worker-lint
+	cargo test --features worker --lib worker::
+	node --test tests/worker/
+
+## Load benchmark of the local worker (autocannon): decisions/s, p50/p99, 1 key and 10k keys.
+bench-worker: worker-build
+	node benches/worker_load.mjs
 
 # --- The npm package (src/wasm/, js/, pkg/; docs/npm-package.md) ---
 .PHONY: npm-tools wasm-build wasm-lint package wasm-test npm-test bench-js

@@ -1,0 +1,157 @@
+// `make bench-worker`: load on the built worker with autocannon, bounded in time.
+//
+// The worker runs in workerd itself (node_modules/.bin/workerd, the runtime Cloudflare runs), on
+// 127.0.0.1, with the Durable Object binding, SQLite-backed class and compatibility date of
+// wrangler.toml, and its state in a fresh directory on tmpfs when there is one (/dev/shm):
+// local disk fsyncs are not what Cloudflare's storage costs either. No Miniflare: its entry
+// worker, which `wrangler dev` and the tests use, adds about a third to workerd's CPU per request.
+//
+// Every request is a service-API decision that admits and so writes its bucket (the costly path).
+// Printed: decisions/s and latency for one key (one object: every decision serialized) and for
+// 10,000 keys, at full load (10 connections) and at a fixed offered rate; and, as the ceiling of
+// this machine for this architecture, a minimal JavaScript worker that forwards each request to a
+// Durable Object doing one SQL write.
+//
+//   node benches/worker_load.mjs [seconds per full-load run, default 10]
+import autocannon from 'autocannon';
+import wrangler from 'wrangler';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '..');
+const seconds = Number(process.argv[2] ?? 10);
+const toml = wrangler.unstable_getMiniflareWorkerOptions(path.join(root, 'wrangler.toml')).workerOptions;
+const [binding, { className }] = Object.entries(toml.durableObjects)[0];
+const POLICIES = {
+  bench: { failure: 'closed', bandwidths: [{ id: 'b', capacity: 1e9, refill: { kind: 'greedy', tokens: 1e9, period: '1s' } }] },
+};
+
+async function freePort() {
+  const server = net.createServer();
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** workerd serving `modules` (copied next to its config) with `bindings`; returns its URL. */
+async function workerd(modules, bindings, objectClass) {
+  const dir = fs.mkdtempSync(path.join(fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), 'edgebucket-bench-'));
+  fs.mkdirSync(path.join(dir, 'objects'));
+  for (const [name, from] of modules) fs.copyFileSync(from, path.join(dir, name));
+  const port = await freePort();
+  const kind = (name) => (name.endsWith('.wasm') ? 'wasm' : 'esModule');
+  const config = `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [(name = "main", worker = .main), (name = "objects", disk = (path = "${dir}/objects", writable = true))],
+  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
+);
+const main :Workerd.Worker = (
+  modules = [${modules.map(([name]) => `(name = "${name}", ${kind(name)} = embed "${name}")`).join(', ')}],
+  compatibilityDate = "${toml.compatibilityDate}",
+  bindings = [${bindings.join(', ')}],
+  durableObjectNamespaces = [(className = "${objectClass}", uniqueKey = "bench-${objectClass}", enableSql = true)],
+  durableObjectStorage = (localDisk = "objects"),
+);`;
+  fs.writeFileSync(path.join(dir, 'config.capnp'), config);
+  const child = spawn(path.join(root, 'node_modules/.bin/workerd'), ['serve', path.join(dir, 'config.capnp')], {
+    stdio: ['ignore', 'ignore', 'ignore'],
+  });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      await fetch(`${url}/v1/policies`);
+      break;
+    } catch {
+      if (i > 100) throw new Error('workerd did not start');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  return {
+    url,
+    stop: async () => {
+      child.kill();
+      await exited;
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function load(url, { keys, duration, rate }) {
+  let i = 0;
+  return autocannon({
+    url,
+    connections: 10,
+    duration,
+    overallRate: rate,
+    requests: [
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ policy: 'bench' }),
+        setupRequest: (req) => ({ ...req, path: `/v1/buckets/bench-${keys}-${i++ % keys}/consume` }),
+      },
+    ],
+  });
+}
+
+function row(label, result) {
+  const l = result.latency;
+  const failed = result.non2xx + result.errors + result.timeouts;
+  console.log(
+    `${label.padEnd(34)}${result.requests.average.toFixed(0).padStart(12)}${String(l.p50).padStart(8)}` +
+      `${String(l.p99).padStart(8)}${String(l.max).padStart(8)}${String(failed).padStart(9)}`,
+  );
+}
+
+const edgebucket = await workerd(
+  [
+    ['index.js', path.join(root, 'build/index.js')],
+    ['index_bg.wasm', path.join(root, 'build/index_bg.wasm')],
+  ],
+  [
+    `(name = "POLICIES", json = ${JSON.stringify(JSON.stringify(POLICIES))})`,
+    `(name = "${binding}", durableObjectNamespace = "${className}")`,
+  ],
+  className,
+);
+console.log(`edgebucket worker in workerd on 127.0.0.1, 10 connections, every decision writes its bucket`);
+console.log(`${'run'.padEnd(34)}${'decisions/s'.padStart(12)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}${'max ms'.padStart(8)}${'failed'.padStart(9)}`);
+try {
+  await load(edgebucket.url, { keys: 100, duration: 2 }); // warm up the isolate and the JIT
+  row(`1 key, full load, ${seconds} s`, await load(edgebucket.url, { keys: 1, duration: seconds }));
+  row(`10,000 keys, full load, ${seconds} s`, await load(edgebucket.url, { keys: 10_000, duration: seconds }));
+  await new Promise((resolve) => setTimeout(resolve, 12_000)); // let idle objects be evicted
+  row('1 key, 1,000/s offered, 10 s', await load(edgebucket.url, { keys: 1, duration: 10, rate: 1000 }));
+  row('10,000 keys, 250/s offered, 40 s', await load(edgebucket.url, { keys: 10_000, duration: 40, rate: 250 }));
+} finally {
+  await edgebucket.stop();
+}
+
+// The ceiling: the least a worker can do per decision here (forward to an object, one SQL write).
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgebucket-ceiling-'));
+const script = path.join(dir, 'ceiling.js');
+fs.writeFileSync(
+  script,
+  `export class Ceiling {
+     constructor(state) { this.sql = state.storage.sql; this.sql.exec("CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v BLOB)"); }
+     async fetch(request) { const body = await request.text(); this.sql.exec("INSERT OR REPLACE INTO t VALUES (0, ?)", new TextEncoder().encode(body)); return new Response(body); }
+   }
+   export default { async fetch(request, env) {
+     const key = new URL(request.url).pathname;
+     const answer = await env.OBJECTS.get(env.OBJECTS.idFromName(key)).fetch("https://object/", { method: "POST", body: await request.text() });
+     return new Response(await answer.text(), { headers: { "content-type": "application/json" } });
+   } };`,
+);
+const ceiling = await workerd([['ceiling.js', script]], ['(name = "OBJECTS", durableObjectNamespace = "Ceiling")'], 'Ceiling');
+try {
+  await load(ceiling.url, { keys: 100, duration: 2 });
+  row(`ceiling (minimal JS), 1 key, ${seconds} s`, await load(ceiling.url, { keys: 1, duration: seconds }));
+} finally {
+  await ceiling.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,144 @@
+// `make demo`: the edgebucket worker under `wrangler dev` (local workerd, Durable Object state in
+// .wrangler/demo), a scripted client that prints each decision and its headers, a restart that
+// shows the bucket survives, and a clean stop. Run `make worker-build` first (make demo does).
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '..');
+const stateDir = path.join(root, '.wrangler/demo');
+const ADMIN = 'demo-admin-token';
+const API_KEY = 'demo-api-key';
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function freePort() {
+  const server = net.createServer();
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** The origin the gateway forwards to: answers every request with a short JSON line. */
+async function startOrigin() {
+  const server = http.createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ origin: 'hello from the origin', path: req.url }));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
+}
+
+/** `wrangler dev` on `port`, ready when it answers; its own output goes to a log file. */
+async function startWrangler(port, originUrl) {
+  fs.mkdirSync(stateDir, { recursive: true });
+  const log = fs.openSync(path.join(stateDir, 'wrangler.log'), 'a');
+  const args = [
+    'dev', '--local', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(await freePort()),
+    '--persist-to', stateDir, '--show-interactive-dev-session=false',
+    '--var', `ADMIN_TOKEN:${ADMIN}`, '--var', `ORIGIN:${originUrl}`, '--var', 'LOG_DECISIONS:false',
+  ];
+  const env = {
+    ...process.env,
+    WRANGLER_SEND_METRICS: 'false',
+    WRANGLER_SEND_ERROR_REPORTS: 'false',
+    CLOUDFLARE_CF_FETCH_ENABLED: 'false',
+    WRANGLER_HIDE_BANNER: 'true',
+  };
+  const child = spawn(path.join(root, 'node_modules/.bin/wrangler'), args, { cwd: root, env, stdio: ['ignore', log, log], detached: true });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}/v1/policies`, { headers: { authorization: `Bearer ${ADMIN}` } });
+      if (r.ok) break;
+    } catch {}
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`wrangler dev did not start; see ${stateDir}/wrangler.log`);
+    await sleep(200);
+  }
+  return {
+    stop: async () => {
+      process.kill(-child.pid, 'SIGINT'); // wrangler and its workerd, as Ctrl-C would
+      const stopped = await Promise.race([exited.then(() => true), sleep(10_000).then(() => false)]);
+      if (!stopped) process.kill(-child.pid, 'SIGKILL');
+      fs.closeSync(log);
+    },
+  };
+}
+
+const pick = (r, names) =>
+  names.map((n) => [n, r.headers.get(n)]).filter(([, v]) => v !== null).map(([n, v]) => `${n}: ${v}`);
+
+function show(label, r, body) {
+  const verdict = r.status === 200 ? 'allowed ' : r.status === 429 ? 'rejected' : `status ${r.status}`;
+  console.log(`  ${label.padEnd(4)} ${r.status} ${verdict}  ${pick(r, ['RateLimit', 'Retry-After', 'EdgeBucket-Fallback']).join('   ')}`);
+  if (body) console.log(`       ${body}`);
+}
+
+async function main() {
+  const port = await freePort();
+  const origin = await startOrigin();
+  const base = `http://127.0.0.1:${port}`;
+  const adminHeaders = { authorization: `Bearer ${ADMIN}` };
+  const post = (body) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const gatewayKey = `api:apikey:${createHash('sha256').update(API_KEY).digest('hex').slice(0, 32)}`;
+
+  console.log(`edgebucket demo: wrangler dev on ${base} (local workerd, Durable Object state in .wrangler/demo)`);
+  let worker = await startWrangler(port, origin.url);
+  try {
+    for (const key of ['demo-user', gatewayKey]) {
+      await fetch(`${base}/v1/buckets/${key}`, { method: 'DELETE', headers: adminHeaders });
+    }
+
+    console.log('\n1. Service API: POST /v1/buckets/demo-user/consume {"policy":"demo"}');
+    const first = await fetch(`${base}/v1/buckets/demo-user/consume`, post({ policy: 'demo' }));
+    console.log(`   RateLimit-Policy: ${first.headers.get('RateLimit-Policy')}   (burst 5 refilled 2/s, 12 per minute)`);
+    show('#1', first);
+    let retryAfter = 0;
+    for (let i = 2; i <= 7; i++) {
+      const r = await fetch(`${base}/v1/buckets/demo-user/consume`, post({ policy: 'demo' }));
+      const body = await r.json();
+      show(`#${i}`, r, r.status === 429 ? `violated-policies ${JSON.stringify(body['violated-policies'])}, waitMs ${body.waitMs}` : '');
+      if (r.status === 429) retryAfter = Number(r.headers.get('Retry-After'));
+    }
+    console.log(`   waiting ${retryAfter} s, as Retry-After says`);
+    await sleep(retryAfter * 1000);
+    show('#8', await fetch(`${base}/v1/buckets/demo-user/consume`, post({ policy: 'demo' })));
+
+    console.log('\n2. Reserve: 3 tokens, waiting at most 5 s');
+    const reserved = await fetch(`${base}/v1/buckets/demo-user/reserve`, post({ policy: 'demo', tokens: 3, maxWait: '5s' }));
+    const reservation = await reserved.json();
+    show('', reserved, `reserved: ${reservation.allowed}, proceed in ${reservation.waitMs} ms`);
+
+    console.log('\n3. Gateway: GET /api/hello with X-API-Key, forwarded to a local origin (policy "api")');
+    for (let i = 1; i <= 2; i++) {
+      const r = await fetch(`${base}/api/hello`, { headers: { 'x-api-key': API_KEY } });
+      show(`#${i}`, r, await r.text());
+    }
+
+    console.log('\n4. Metrics of this isolate, GET /v1/metrics (Prometheus text):');
+    const metrics = await (await fetch(`${base}/v1/metrics`, { headers: adminHeaders })).text();
+    for (const line of metrics.split('\n').filter((l) => l.startsWith('edgebucket_decisions_total'))) {
+      console.log(`   ${line}`);
+    }
+
+    console.log('\n5. Restart wrangler dev: the bucket lives on in .wrangler/demo');
+    const before = await (await fetch(`${base}/v1/buckets/demo-user`, { headers: adminHeaders })).json();
+    await worker.stop();
+    worker = await startWrangler(port, origin.url);
+    const after = await (await fetch(`${base}/v1/buckets/demo-user`, { headers: adminHeaders })).json();
+    const tokens = (s) => s.bandwidths.map((b) => `${b.name} ${b.available}/${b.capacity}`).join(', ');
+    console.log(`   before the restart: ${tokens(before)}`);
+    console.log(`   after it:           ${tokens(after)}   (the greedy refill went on; the minute's tokens did not come back)`);
+    show('#9', await fetch(`${base}/v1/buckets/demo-user/consume`, post({ policy: 'demo' })));
+  } finally {
+    await worker.stop();
+    origin.close();
+  }
+  console.log('\nwrangler dev stopped.');
+}
+
+await main();
