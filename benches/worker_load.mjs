@@ -8,18 +8,18 @@
 //
 // Every request is a service-API decision that admits and so writes its bucket (the costly path).
 // Printed: decisions/s and latency for one key (one object: every decision serialized) and for
-// 10,000 keys, at full load (10 connections) and at a fixed offered rate; and, as the ceiling of
-// this machine for this architecture, a minimal JavaScript worker that forwards each request to a
-// Durable Object doing one SQL write.
+// 10,000 keys, at full load (10 connections) and at a fixed offered rate; then the same runs of a
+// minimal JavaScript worker that forwards each request to a Durable Object doing one SQL write:
+// the ceiling of this machine and runtime for this architecture.
 //
 //   node benches/worker_load.mjs [seconds per full-load run, default 10]
 import autocannon from 'autocannon';
 import wrangler from 'wrangler';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from '../tests/worker/harness.mjs';
 
 const root = path.resolve(import.meta.dirname, '..');
 const seconds = Number(process.argv[2] ?? 10);
@@ -28,14 +28,6 @@ const [binding, { className }] = Object.entries(toml.durableObjects)[0];
 const POLICIES = {
   bench: { failure: 'closed', bandwidths: [{ id: 'b', capacity: 1e9, refill: { kind: 'greedy', tokens: 1e9, period: '1s' } }] },
 };
-
-async function freePort() {
-  const server = net.createServer();
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** workerd serving `modules` (copied next to its config) with `bindings`; returns its URL. */
 async function workerd(modules, bindings, objectClass) {
@@ -103,11 +95,28 @@ function row(label, result) {
   const l = result.latency;
   const failed = result.non2xx + result.errors + result.timeouts;
   console.log(
-    `${label.padEnd(34)}${result.requests.average.toFixed(0).padStart(12)}${String(l.p50).padStart(8)}` +
+    `${label.padEnd(44)}${result.requests.average.toFixed(0).padStart(12)}${String(l.p50).padStart(8)}` +
       `${String(l.p99).padStart(8)}${String(l.max).padStart(8)}${String(failed).padStart(9)}`,
   );
 }
 
+/** The four runs, in the same order for every worker. */
+async function scenarios(name, server) {
+  try {
+    await load(server.url, { keys: 100, duration: 2 }); // warm up the isolate and the JIT
+    row(`${name}: 1 key, full load`, await load(server.url, { keys: 1, duration: seconds }));
+    row(`${name}: 10,000 keys, full load`, await load(server.url, { keys: 10_000, duration: seconds }));
+    await new Promise((resolve) => setTimeout(resolve, 12_000)); // idle objects are evicted after 10 s
+    row(`${name}: 1 key, 1,000/s offered`, await load(server.url, { keys: 1, duration: seconds, rate: 1000 }));
+    row(`${name}: 10,000 keys, 250/s offered`, await load(server.url, { keys: 10_000, duration: 40, rate: 250 }));
+  } finally {
+    await server.stop();
+  }
+}
+
+console.log(`workerd on 127.0.0.1, 10 connections, ${seconds} s runs (40 s for 10,000 keys at 250/s: every key once)`);
+console.log(`every decision admits and writes its bucket; failed = non-2xx and socket errors`);
+console.log(`${'run'.padEnd(44)}${'decisions/s'.padStart(12)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}${'max ms'.padStart(8)}${'failed'.padStart(9)}`);
 const edgebucket = await workerd(
   [
     ['index.js', path.join(root, 'build/index.js')],
@@ -119,18 +128,7 @@ const edgebucket = await workerd(
   ],
   className,
 );
-console.log(`edgebucket worker in workerd on 127.0.0.1, 10 connections, every decision writes its bucket`);
-console.log(`${'run'.padEnd(34)}${'decisions/s'.padStart(12)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}${'max ms'.padStart(8)}${'failed'.padStart(9)}`);
-try {
-  await load(edgebucket.url, { keys: 100, duration: 2 }); // warm up the isolate and the JIT
-  row(`1 key, full load, ${seconds} s`, await load(edgebucket.url, { keys: 1, duration: seconds }));
-  row(`10,000 keys, full load, ${seconds} s`, await load(edgebucket.url, { keys: 10_000, duration: seconds }));
-  await new Promise((resolve) => setTimeout(resolve, 12_000)); // let idle objects be evicted
-  row('1 key, 1,000/s offered, 10 s', await load(edgebucket.url, { keys: 1, duration: 10, rate: 1000 }));
-  row('10,000 keys, 250/s offered, 40 s', await load(edgebucket.url, { keys: 10_000, duration: 40, rate: 250 }));
-} finally {
-  await edgebucket.stop();
-}
+await scenarios('edgebucket', edgebucket);
 
 // The ceiling: the least a worker can do per decision here (forward to an object, one SQL write).
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'edgebucket-ceiling-'));
@@ -147,11 +145,8 @@ fs.writeFileSync(
      return new Response(await answer.text(), { headers: { "content-type": "application/json" } });
    } };`,
 );
-const ceiling = await workerd([['ceiling.js', script]], ['(name = "OBJECTS", durableObjectNamespace = "Ceiling")'], 'Ceiling');
 try {
-  await load(ceiling.url, { keys: 100, duration: 2 });
-  row(`ceiling (minimal JS), 1 key, ${seconds} s`, await load(ceiling.url, { keys: 1, duration: seconds }));
+  await scenarios('minimal JS', await workerd([['ceiling.js', script]], ['(name = "OBJECTS", durableObjectNamespace = "Ceiling")'], 'Ceiling'));
 } finally {
-  await ceiling.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 }
