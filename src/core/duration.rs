@@ -61,9 +61,9 @@ impl DurationSpec {
     pub fn to_nanos(&self) -> Result<i128> {
         match self {
             DurationSpec::Millis(ms) if *ms < 0.0 => {
-                Err(invalid(&ms.to_string(), "a duration cannot be negative".into()))
+                Err(invalid(&describe_number(*ms), "a duration cannot be negative".into()))
             }
-            DurationSpec::Millis(ms) => whole_millis(*ms, &ms.to_string()).map(|ms| ms as i128 * 1_000_000),
+            DurationSpec::Millis(ms) => whole_millis(*ms).map(|ms| ms as i128 * 1_000_000),
             DurationSpec::Text(text) => {
                 humantime::parse_duration(text).map(|d| d.as_nanos() as i128).map_err(|e| invalid(text, e.to_string()))
             }
@@ -96,7 +96,7 @@ impl InstantSpec {
     /// outside the 64-bit nanosecond range (years 1677 to 2262).
     pub fn to_nanos(&self) -> Result<i64> {
         let nanos = match self {
-            InstantSpec::Millis(ms) => whole_millis(*ms, &ms.to_string())? as i128 * 1_000_000,
+            InstantSpec::Millis(ms) => whole_millis(*ms)? as i128 * 1_000_000,
             InstantSpec::Text(text) => {
                 let time = humantime::parse_rfc3339_weak(text).map_err(|e| invalid(text, e.to_string()))?;
                 match time.duration_since(UNIX_EPOCH) {
@@ -105,7 +105,13 @@ impl InstantSpec {
                 }
             }
         };
-        i64::try_from(nanos).map_err(|_| invalid(&format!("{self:?}"), "outside years 1677 to 2262".into()))
+        i64::try_from(nanos).map_err(|_| {
+            let shown = match self {
+                InstantSpec::Millis(ms) => describe_number(*ms),
+                InstantSpec::Text(text) => text.clone(),
+            };
+            invalid(&shown, "outside years 1677 to 2262".into())
+        })
     }
 
     /// The canonical form of `nanos` since the epoch: RFC 3339.
@@ -120,14 +126,28 @@ impl InstantSpec {
     }
 }
 
-fn whole_millis(ms: f64, shown: &str) -> Result<i64> {
+fn whole_millis(ms: f64) -> Result<i64> {
     if !ms.is_finite() || ms.fract() != 0.0 {
-        return Err(invalid(shown, "milliseconds must be a whole number; write \"1.5ms\" for fractions".into()));
+        let reason = "milliseconds must be a whole number; write \"1.5ms\" for fractions";
+        return Err(invalid(&describe_number(ms), reason.into()));
     }
     if ms.abs() > MAX_EXACT_MILLIS {
-        return Err(invalid(shown, "milliseconds beyond 2^53 are not exact".into()));
+        return Err(invalid(&describe_number(ms), "milliseconds beyond 2^53 are not exact".into()));
     }
     Ok(ms as i64)
+}
+
+/// A number for an error message. Whole numbers are printed; others are described, because
+/// printing a float links Rust's float formatting, a fifth of the npm package's wasm.
+pub(crate) fn describe_number(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 9.2e18 {
+        return (value as i64).to_string();
+    }
+    match value {
+        v if v.is_nan() => "NaN".into(),
+        v if v.is_infinite() => if v > 0.0 { "Infinity" } else { "-Infinity" }.into(),
+        _ => "a fractional number".into(),
+    }
 }
 
 fn invalid(input: &str, reason: String) -> Error {

@@ -72,7 +72,7 @@ pub enum Error {
     #[error("adaptive initial tokens cannot be combined with explicitly specified initial tokens")]
     AdaptiveInitialTokensWithExplicitInitialTokens,
     /// Two bandwidths of one configuration share an id.
-    #[error("bandwidths {first} and {second} have the same id {id:?}")]
+    #[error("bandwidths {first} and {second} have the same id \"{id}\"")]
     DuplicateBandwidthId {
         /// The shared id.
         id: String,
@@ -92,7 +92,7 @@ pub enum Error {
         reason: String,
     },
     /// A duration or timestamp in the JSON schema could not be read.
-    #[error("invalid duration {input:?}: {reason}")]
+    #[error("invalid duration \"{input}\": {reason}")]
     InvalidDuration {
         /// The text or value that was given.
         input: String,

@@ -214,7 +214,7 @@ impl<'de> Deserialize<'de> for TokensInheritanceStrategy {
         let name = String::deserialize(deserializer)?;
         TokensInheritanceStrategy::from_name(&name).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "unknown strategy {name:?}: expected RESET, PROPORTIONALLY, AS_IS or ADDITIVE"
+                "unknown strategy \"{name}\": expected RESET, PROPORTIONALLY, AS_IS or ADDITIVE"
             ))
         })
     }

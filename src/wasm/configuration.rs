@@ -87,7 +87,7 @@ fn reject_unknown_fields(input: &JsValue, parsed: &JsValue, at: &str) -> Result<
 pub(crate) fn strategy(name: &str) -> Result<TokensInheritanceStrategy, BindingError> {
     TokensInheritanceStrategy::from_name(name).ok_or_else(|| {
         BindingError::InvalidArgument(format!(
-            "unknown tokens inheritance strategy {name:?}: expected RESET, PROPORTIONALLY, AS_IS or ADDITIVE"
+            "unknown tokens inheritance strategy \"{name}\": expected RESET, PROPORTIONALLY, AS_IS or ADDITIVE"
         ))
     })
 }

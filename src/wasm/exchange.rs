@@ -104,7 +104,8 @@ pub(crate) fn integer(value: f64, slot: usize, what: &str) -> Result<i64, Bindin
         }
     }
     Err(BindingError::InvalidArgument(format!(
-        "{what} must be an integer (a safe integer number or a BigInt), got {value}"
+        "{what} must be an integer (a safe integer number or a BigInt), got {}",
+        crate::core::duration::describe_number(value)
     )))
 }
 

@@ -50,7 +50,8 @@ impl Clock {
         };
         nanos.and_then(|n| n.checked_add(self.origin_nanos)).ok_or_else(|| {
             BindingError::InvalidArgument(format!(
-                "the clock gave {value}: expected whole nanoseconds up to 2^53 (a BigInt beyond), or milliseconds"
+                "the clock gave {}: expected whole nanoseconds up to 2^53 (a BigInt beyond), or milliseconds",
+                crate::core::duration::describe_number(value)
             ))
         })
     }
