@@ -448,7 +448,11 @@ impl TokenBucket {
         }
         refill(bandwidths, &mut self.states, now);
         for (bandwidth, state) in bandwidths.iter().zip(&mut self.states) {
-            state.level += scaled(delta, bandwidth);
+            // delta is never i64::MIN (tokens are positive), so its magnitude is an i64.
+            match delta {
+                d if d >= 0 => state.level += scaled(d, bandwidth),
+                d => state.level -= scaled(-d, bandwidth),
+            }
         }
         Ok(())
     }
