@@ -134,12 +134,7 @@ export class Pacer {
   snapshot() {
     const now = this.#now();
     const limits = [...this.#limits.values()].map((limit) => ({
-      origin: limit.origin,
-      policy: limit.policy,
-      partitionKey: limit.partitionKey,
-      unit: limit.unit,
-      quota: limit.quota,
-      window: limit.window,
+      ...describeLimit(limit),
       available: limit.bucket ? Number(limit.bucket.getAvailableTokens()) : undefined,
       inFlight: limit.inflight.size,
     }));
@@ -158,12 +153,7 @@ export class Pacer {
   export() {
     const now = this.#now();
     const limits = [...this.#limits.values()].map((limit) => ({
-      origin: limit.origin,
-      policy: limit.policy,
-      partitionKey: limit.partitionKey,
-      unit: limit.unit,
-      quota: limit.quota,
-      window: limit.window,
+      ...describeLimit(limit),
       longestReset: limit.longestReset,
       level: limit.bucket ? Number(limit.bucket.getAvailableTokens()) : undefined,
       allowance: limit.allowance && limit.allowance.until > now
@@ -443,4 +433,10 @@ function nanosToWait(bucket, tokens) {
 function setLevel(bucket, level, capacity) {
   bucket.reset();
   if (capacity - level > 0) bucket.consumeIgnoringRateLimits(capacity - level);
+}
+
+/** What identifies a learned limit and its policy, as `snapshot()` and `export()` show it. */
+function describeLimit(limit) {
+  const { origin, policy, partitionKey, unit, quota, window } = limit;
+  return { origin, policy, partitionKey, unit, quota, window };
 }
