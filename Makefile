@@ -32,7 +32,7 @@ fuzz-check:
 
 ## The main job: the worker under `wrangler dev` (local workerd, state in .wrangler/demo), a
 ## scripted client printing decisions and headers, then a clean stop.
-demo: worker-build
+demo: worker-build package
 	node examples/worker_demo.mjs
 
 ## The Cloudflare Worker (src/worker/): build with worker-build into build/.

@@ -1,12 +1,15 @@
 // `make demo`: the edgebucket worker under `wrangler dev` (local workerd, Durable Object state in
-// .wrangler/demo), a scripted client that prints each decision and its headers, a restart that
-// shows the bucket survives, and a clean stop. Run `make worker-build` first (make demo does).
+// .wrangler/demo), a scripted client that prints each decision and its headers, the pacing client
+// (edgebucket/client) sending a backlog through the gateway without a 429, a
+// restart that shows the bucket survives, and a clean stop. Run `make worker-build` and
+// `make package` first (make demo does).
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import { createClient } from '../pkg/dist/client.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const stateDir = path.join(root, '.wrangler/demo');
@@ -119,13 +122,30 @@ async function main() {
       show(`#${i}`, r, await r.text());
     }
 
-    console.log('\n4. Metrics of this isolate, GET /v1/metrics (Prometheus text):');
+    console.log('\n4. The pacing client (edgebucket/client) through the gateway: 45 requests queued at once,');
+    console.log('   over four times the burst of "api" (10, then 5 per second): the client spaces them out');
+    const pacingKey = 'demo-pacing-key';
+    const pacingBucket = `api:apikey:${createHash('sha256').update(pacingKey).digest('hex').slice(0, 32)}`;
+    await fetch(`${base}/v1/buckets/${pacingBucket}`, { method: 'DELETE', headers: adminHeaders });
+    const paced = createClient({ share: false });
+    const started = Date.now();
+    const statuses = await Promise.all(
+      Array.from({ length: 45 }, () => paced(`${base}/api/hello`, { headers: { 'x-api-key': pacingKey } }).then((r) => r.status)),
+    );
+    const seconds = (Date.now() - started) / 1000;
+    const count = (status) => statuses.filter((s) => s === status).length;
+    const stats = paced.stats();
+    console.log(`   ${count(200)} × 200 and ${count(429)} × 429 in ${seconds.toFixed(1)} s (the policy allows ${10 + Math.floor(5 * seconds)} in that time);`);
+    console.log(`   ${stats.paced} requests were held back until the bucket had room, none sent to be refused`);
+    paced.close();
+
+    console.log('\n5. Metrics of this isolate, GET /v1/metrics (Prometheus text):');
     const metrics = await (await fetch(`${base}/v1/metrics`, { headers: adminHeaders })).text();
     for (const line of metrics.split('\n').filter((l) => l.startsWith('edgebucket_decisions_total'))) {
       console.log(`   ${line}`);
     }
 
-    console.log('\n5. Restart wrangler dev: the bucket lives on in .wrangler/demo');
+    console.log('\n6. Restart wrangler dev: the bucket lives on in .wrangler/demo');
     const before = await (await fetch(`${base}/v1/buckets/demo-user`, { headers: adminHeaders })).json();
     await worker.stop();
     worker = await startWrangler(port, origin.url);
