@@ -22,6 +22,7 @@ enum Op {
     Estimate(u8, i64),
     Available(u8),
     Remove(u8),
+    Clear,
     /// Next configuration of the pool, a new version, this strategy.
     Reconfigure(Inherit),
 }
@@ -57,6 +58,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (key.clone(), 1i64..12).prop_map(|(k, n)| Op::Estimate(k, n)),
         2 => key.clone().prop_map(Op::Available),
         1 => key.prop_map(Op::Remove),
+        1 => Just(Op::Clear),
         1 => strategy().prop_map(Op::Reconfigure),
     ]
 }
@@ -114,6 +116,11 @@ fn run(pool: Vec<BucketConfiguration>, max_keys: usize, steps: Vec<(i64, Op)>) -
                 model.version += 1;
                 model.strategy = strategy;
                 store.configure(Some(model.current()), model.version, strategy);
+            }
+            Op::Clear => {
+                store.clear();
+                model.buckets.clear();
+                prop_assert_eq!(store.len(), 0);
             }
             Op::Remove(k) => {
                 let held = store.contains_key(&key(k));
@@ -196,4 +203,45 @@ fn many_keys_stay_distinct() {
         let left = store.get_available_tokens(format!("user:{i}").as_bytes(), 0).unwrap();
         assert_eq!(left, Some(2 - i64::from(i % 3)), "key {i}");
     }
+}
+
+#[test]
+fn keys_that_fill_the_key_arena_exactly_then_an_empty_key() {
+    // 32-byte keys fill a 64 KiB chunk of the key arena exactly; an empty key right after must
+    // neither panic nor alias another key.
+    let limit = Bandwidth::builder().capacity(5).refill_greedy(1, Duration::from_secs(60)).build().unwrap();
+    let config = BucketConfiguration::builder().add_limit(limit).build().unwrap();
+    let mut store = BucketStore::new(StoreOptions::default()).unwrap();
+    store.configure(Some(config), 0, Inherit::Reset);
+    let key = |i: u32| format!("{i:032}").into_bytes();
+    for i in 0..2048 {
+        assert_eq!(store.try_consume(&key(i), 1, 0).unwrap(), Some(true));
+    }
+    assert_eq!(store.try_consume(b"", 3, 0).unwrap(), Some(true));
+    assert_eq!(store.try_consume(b"", 3, 0).unwrap(), Some(false), "the empty key keeps its own bucket");
+    assert_eq!(store.try_consume(&key(2048), 5, 0).unwrap(), Some(true));
+    assert_eq!(store.get_available_tokens(b"", 0).unwrap(), Some(2));
+    assert_eq!(store.get_available_tokens(&key(0), 0).unwrap(), Some(4));
+    assert_eq!(store.len(), 2050);
+}
+
+#[test]
+fn keys_inserted_after_clear_stay_distinct() {
+    let limit = Bandwidth::builder().capacity(5).refill_greedy(1, Duration::from_secs(60)).build().unwrap();
+    let config = BucketConfiguration::builder().add_limit(limit).build().unwrap();
+    let mut store = BucketStore::new(StoreOptions::default()).unwrap();
+    store.configure(Some(config), 0, Inherit::Reset);
+    for k in [b"a", b"b", b"c", b"d", b"e"] {
+        store.try_consume(k, 1, 0).unwrap();
+    }
+    store.remove(b"d");
+    store.clear();
+    for i in 0..6i64 {
+        assert_eq!(store.try_consume(format!("k{i}").as_bytes(), 1 + i % 5, 0).unwrap(), Some(true));
+    }
+    for i in 0..6i64 {
+        let left = store.get_available_tokens(format!("k{i}").as_bytes(), 0).unwrap();
+        assert_eq!(left, Some(4 - i % 5), "k{i}");
+    }
+    assert_eq!(store.len(), 6);
 }

@@ -171,7 +171,7 @@ impl BucketStore {
     /// # Errors
     /// [`Error::NonPositiveTokens`], [`Error::KeyTooLong`]; nothing changes.
     pub fn try_consume(&mut self, key: &[u8], tokens: i64, now: i64) -> Result<Option<bool>> {
-        check_tokens(tokens)?;
+        ops::check_tokens(tokens)?;
         self.access(key, now, |b, s| ops::try_consume(b, s, tokens, now))
     }
 
@@ -186,7 +186,7 @@ impl BucketStore {
         tokens: i64,
         now: i64,
     ) -> Result<Option<ConsumptionProbe>> {
-        check_tokens(tokens)?;
+        ops::check_tokens(tokens)?;
         self.access(key, now, |b, s| ops::try_consume_and_return_remaining(b, s, tokens, now))
     }
 
@@ -201,7 +201,7 @@ impl BucketStore {
         tokens: i64,
         now: i64,
     ) -> Result<Option<EstimationProbe>> {
-        check_tokens(tokens)?;
+        ops::check_tokens(tokens)?;
         self.access(key, now, |b, s| ops::estimate_ability_to_consume(b, s, tokens, now))
     }
 
@@ -526,13 +526,6 @@ impl BucketStore {
 fn check_key(key: &[u8]) -> Result<()> {
     if key.len() > MAX_KEY_BYTES {
         return Err(Error::KeyTooLong { len: key.len(), max: MAX_KEY_BYTES });
-    }
-    Ok(())
-}
-
-fn check_tokens(tokens: i64) -> Result<()> {
-    if tokens <= 0 {
-        return Err(Error::NonPositiveTokens { tokens });
     }
     Ok(())
 }

@@ -461,7 +461,7 @@ impl TokenBucket {
 // Operations over a configuration's bandwidths and their states, shared with keyed storage.
 
 #[inline]
-fn check_tokens(tokens: i64) -> Result<()> {
+pub(crate) fn check_tokens(tokens: i64) -> Result<()> {
     if tokens <= 0 {
         return Err(Error::NonPositiveTokens { tokens });
     }

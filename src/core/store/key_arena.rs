@@ -26,7 +26,9 @@ impl KeyArena {
     /// Copies `key` (at most [`MAX_KEY_BYTES`]) in and returns where it went.
     pub(crate) fn insert(&mut self, key: &[u8]) -> KeyRef {
         debug_assert!(key.len() <= MAX_KEY_BYTES);
-        let fits = self.chunks.last().is_some_and(|c| c.len() + key.len() <= CHUNK_BYTES);
+        // The offset must fit in 16 bits: a chunk that is exactly full takes no key, not even an
+        // empty one (its offset would be CHUNK_BYTES, which reads as the next chunk).
+        let fits = self.chunks.last().is_some_and(|c| c.len() < CHUNK_BYTES && c.len() + key.len() <= CHUNK_BYTES);
         if !fits {
             self.chunks.push(Vec::with_capacity(CHUNK_BYTES));
         }
@@ -77,6 +79,20 @@ mod tests {
         assert_eq!(arena.get(c, 0), b"");
         assert_eq!(b >> 16, 1, "the long key starts a new chunk");
         assert_eq!(arena.live_bytes(), 5 + MAX_KEY_BYTES);
+    }
+
+    #[test]
+    fn an_empty_key_after_an_exactly_full_chunk_starts_a_new_one() {
+        let mut arena = KeyArena::default();
+        let a = arena.insert(&vec![1u8; MAX_KEY_BYTES]);
+        let b = arena.insert(b"z"); // fills the first chunk to exactly CHUNK_BYTES
+        let empty = arena.insert(b"");
+        let after = arena.insert(b"next");
+        assert_eq!((a >> 16, b >> 16), (0, 0));
+        assert_eq!(empty >> 16, 1, "an offset of CHUNK_BYTES would read as chunk 1, offset 0");
+        assert_eq!(arena.get(empty, 0), b"");
+        assert_eq!(arena.get(b, 1), b"z");
+        assert_eq!(arena.get(after, 4), b"next");
     }
 
     #[test]

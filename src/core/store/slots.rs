@@ -130,11 +130,12 @@ impl Slots {
         self.free = id;
     }
 
-    /// Forgets every slot, keeping the chunks for reuse.
+    /// Forgets every slot, keeping the chunks for reuse: ids are handed out from 0 again
+    /// (`allocate` overwrites what a reused slot held), and the free list is emptied so that it
+    /// cannot chain into slots that are live again.
     pub(crate) fn clear(&mut self) {
-        for id in (0..self.high_water).rev() {
-            self.release(id);
-        }
+        self.free = NONE;
+        self.high_water = 0;
     }
 }
 
@@ -205,6 +206,19 @@ mod tests {
         assert_eq!(slots.allocate(), 7);
         assert_eq!(slots.allocate(), 5000);
         assert!(slots.get(7).is_live() && !slots.get(7).is_referenced());
+    }
+
+    #[test]
+    fn after_clear_every_id_is_handed_out_once() {
+        let mut slots = Slots::default();
+        for _ in 0..5 {
+            slots.allocate();
+        }
+        slots.release(3); // a free list that clear must not chain into the new ids
+        slots.clear();
+        let ids: Vec<u32> = (0..6).map(|_| slots.allocate()).collect();
+        assert_eq!(ids, [0, 1, 2, 3, 4, 5]);
+        assert_eq!(slots.high_water(), 6);
     }
 
     #[test]
