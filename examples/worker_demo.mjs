@@ -87,7 +87,7 @@ async function main() {
   const base = `http://127.0.0.1:${port}`;
   const adminHeaders = { authorization: `Bearer ${ADMIN}` };
   const post = (body) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const gatewayKey = `api:apikey:${createHash('sha256').update(API_KEY).digest('hex').slice(0, 32)}`;
+  const gatewayKey = `gateway:api:apikey:${createHash('sha256').update(API_KEY).digest('hex').slice(0, 32)}`;
 
   console.log(`edgebucket demo: wrangler dev on ${base} (local workerd, Durable Object state in .wrangler/demo)`);
   let worker = await startWrangler(port, origin.url);
@@ -125,7 +125,7 @@ async function main() {
     console.log('\n4. The pacing client (edgebucket/client) through the gateway: 45 requests queued at once,');
     console.log('   over four times the burst of "api" (10, then 5 per second): the client spaces them out');
     const pacingKey = 'demo-pacing-key';
-    const pacingBucket = `api:apikey:${createHash('sha256').update(pacingKey).digest('hex').slice(0, 32)}`;
+    const pacingBucket = `gateway:api:apikey:${createHash('sha256').update(pacingKey).digest('hex').slice(0, 32)}`;
     await fetch(`${base}/v1/buckets/${pacingBucket}`, { method: 'DELETE', headers: adminHeaders });
     const paced = createClient({ share: false });
     const started = Date.now();

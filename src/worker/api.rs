@@ -88,7 +88,17 @@ pub fn endpoint(method: &str, path: &str) -> Result<Option<Endpoint>, ApiError> 
         Some(segment) if parts[0] == "buckets" => keys::check(&keys::decode(segment)?)?,
         _ => String::new(),
     };
-    Ok(Some(make(key)))
+    let endpoint = make(key);
+    if let Endpoint::Consume(key) | Endpoint::Reserve(key) = &endpoint {
+        if key.starts_with(keys::GATEWAY_PREFIX) {
+            let message = format!(
+                "keys starting with {:?} are the gateway's buckets; only admins address them",
+                keys::GATEWAY_PREFIX
+            );
+            return Err(ApiError::bad_request("INVALID_KEY", message));
+        }
+    }
+    Ok(Some(endpoint))
 }
 
 /// 405 whose message lists the allowed methods (the `Allow` header repeats them).
@@ -282,7 +292,9 @@ mod tests {
 
     #[test]
     fn endpoint_errors() {
-        let err = |m, p| endpoint(m, p).unwrap_err();
+        fn err(method: &str, path: &str) -> ApiError {
+            endpoint(method, path).unwrap_err()
+        }
         assert_eq!(err("GET", "/v1/buckets/u/consume").code, "METHOD_NOT_ALLOWED");
         assert_eq!(err("GET", "/v1/buckets/u/consume").message, "allowed: POST");
         assert_eq!(err("PATCH", "/v1/buckets/u").status, 405);
@@ -290,6 +302,11 @@ mod tests {
         assert_eq!(err("GET", "/v1").status, 404);
         assert_eq!(err("POST", "/v1/buckets//consume").code, "INVALID_KEY");
         assert_eq!(err("POST", &format!("/v1/buckets/{}/consume", "k".repeat(257))).code, "INVALID_KEY");
+        // Service calls cannot reach the gateway's buckets; admin calls can.
+        assert_eq!(err("POST", "/v1/buckets/gateway%3Aapi%3Aip%3A1.2.3.4/consume").code, "INVALID_KEY");
+        assert_eq!(err("POST", "/v1/buckets/gateway:api:ip:1.2.3.4/reserve").code, "INVALID_KEY");
+        assert!(endpoint("GET", "/v1/buckets/gateway:api:ip:1.2.3.4").is_ok());
+        assert!(endpoint("POST", "/v1/buckets/gateway:api:ip:1.2.3.4/reset").is_ok());
     }
 
     #[test]

@@ -22,7 +22,14 @@ use super::settings::Settings;
 /// Only if the runtime fails to build a response.
 pub async fn handle(req: &Incoming, env: &Env, settings: &Settings, started: f64) -> worker::Result<Response> {
     let method = req.method();
-    let Some((route, captures)) = routes::find(&settings.routes, &method, req.path()) else {
+    let parts = match routes::segments(req.path()) {
+        Ok(parts) => parts,
+        Err(error) => {
+            metrics::with(|m| m.error(&error.code));
+            return respond::problem(&error);
+        }
+    };
+    let Some((route, captures)) = routes::find(&settings.routes, &method, &parts) else {
         if settings.routes.is_empty() {
             return respond::problem(&ApiError::not_found(req.path()));
         }

@@ -8,6 +8,10 @@ use super::errors::ApiError;
 /// Longest key, in bytes.
 pub const MAX_KEY_BYTES: usize = 256;
 
+/// The start of every gateway bucket's key. Service calls (consume, reserve) cannot name such a
+/// key, so an open service API cannot drain or block a gateway user's bucket; admins can.
+pub const GATEWAY_PREFIX: &str = "gateway:";
+
 /// Percent-decodes a path segment.
 ///
 /// # Errors

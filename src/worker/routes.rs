@@ -13,6 +13,7 @@
 //! (default `X-API-Key`; `Authorization` drops a `Bearer ` prefix; the key is hashed),
 //! `{"source": "segment", "name": …}` and `{"source": "constant", "value": …}`.
 
+use percent_encoding::percent_decode_str;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -140,12 +141,37 @@ fn parse_pattern(pattern: &str) -> Result<Vec<Segment>, String> {
         .collect()
 }
 
-/// The first route matching `method` and `path`, with its captures.
-pub fn find<'r, 'p>(routes: &'r [Route], method: &str, path: &'p str) -> Option<(&'r Route, Captures<'p>)>
+/// The segments of a request path as an origin sees them, for matching: each percent-decoded
+/// (so `/%61pi` is `/api`), empty and `.` segments dropped, `..` removing the one before.
+///
+/// # Errors
+/// 400 `INVALID_PATH` when a segment is not UTF-8 once decoded, or contains an encoded `/`:
+/// origins disagree on whether `%2F` separates segments, so either reading would let a request
+/// escape its route's limit at an origin that reads it the other way.
+pub fn segments(path: &str) -> Result<Vec<String>, ApiError> {
+    let invalid = |message: &str| ApiError::bad_request("INVALID_PATH", message);
+    let mut parts: Vec<String> = Vec::new();
+    for raw in path.split('/') {
+        let part =
+            percent_decode_str(raw).decode_utf8().map_err(|_| invalid("the path is not UTF-8 once percent-decoded"))?;
+        match &*part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p if p.contains('/') => return Err(invalid("an encoded '/' (%2F) in a path segment is ambiguous")),
+            p => parts.push(p.to_owned()),
+        }
+    }
+    Ok(parts)
+}
+
+/// The first route matching `method` and the path `parts` (see [`segments`]), with its captures.
+pub fn find<'r, 'p>(routes: &'r [Route], method: &str, parts: &'p [String]) -> Option<(&'r Route, Captures<'p>)>
 where
     'r: 'p,
 {
-    let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     routes.iter().find_map(|route| {
         let method_ok = route.methods.as_ref().is_none_or(|m| m.iter().any(|m| m.eq_ignore_ascii_case(method)));
         if !method_ok {
@@ -194,12 +220,13 @@ pub fn bucket_key(
             ("apikey", hash_api_key(raw.strip_prefix("Bearer ").unwrap_or(&raw)))
         }
         KeySource::Segment { name } => {
+            // Already percent-decoded by `segments`.
             let value = captures.iter().find(|(n, _)| n == name).map(|(_, v)| *v).ok_or_else(|| missing(name))?;
-            ("segment", keys::decode(value)?)
+            ("segment", value.to_owned())
         }
         KeySource::Constant { value } => ("constant", value.clone()),
     };
-    keys::check(&format!("{}:{source}:{value}", route.policy))
+    keys::check(&format!("{}{}:{source}:{value}", keys::GATEWAY_PREFIX, route.policy))
 }
 
 /// The first 128 bits of SHA-256, in hex: enough to never collide, useless to an attacker.
@@ -210,6 +237,23 @@ fn hash_api_key(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(path: &str) -> Vec<String> {
+        segments(path).unwrap()
+    }
+
+    #[test]
+    fn paths_are_matched_as_origins_read_them() {
+        assert_eq!(at("/%61pi/x"), ["api", "x"], "an encoded letter is the letter");
+        assert_eq!(at("//api/./v1/../items/"), ["api", "items"]);
+        assert_eq!(at("/a%20b"), ["a b"]);
+        assert_eq!(segments("/api%2Fx").unwrap_err().code, "INVALID_PATH");
+        assert_eq!(segments("/%FF").unwrap_err().code, "INVALID_PATH");
+        let table = routes(r#"[{"pattern": "/api/**", "policy": "api", "key": {"source": "ip"}}]"#).unwrap();
+        for path in ["/%61pi/x", "/API/../api/x", "/./api//x"] {
+            assert!(find(&table, "GET", &at(path)).is_some(), "{path}");
+        }
+    }
 
     fn policies() -> Policies {
         Policies::parse(
@@ -230,14 +274,19 @@ mod tests {
                 {"pattern": "/**", "policy": "api", "key": {"source": "constant", "value": "all"}}]"#,
         )
         .unwrap();
-        let (route, captures) = find(&table, "POST", "/users/42/photos/7").unwrap();
+        let parts = at("/users/42/photos/7");
+        let (route, captures) = find(&table, "POST", &parts).unwrap();
         assert_eq!((route.pattern.as_str(), route.cost), ("/users/:user/**", 2));
         assert_eq!(captures, [("user", "42")]);
-        assert_eq!(find(&table, "POST", "/users/42").unwrap().0.pattern, "/users/:user/**", "** matches nothing too");
-        assert_eq!(find(&table, "GET", "/users/42").unwrap().0.pattern, "/**", "method filter");
-        assert_eq!(find(&table, "GET", "/api/v2/items").unwrap().0.pattern, "/api/*/items");
-        assert_eq!(find(&table, "GET", "/api/v2/items/3").unwrap().0.pattern, "/**");
-        assert!(find(&table[..2], "GET", "/other").is_none());
+        assert_eq!(
+            find(&table, "POST", &at("/users/42")).unwrap().0.pattern,
+            "/users/:user/**",
+            "** matches nothing too"
+        );
+        assert_eq!(find(&table, "GET", &at("/users/42")).unwrap().0.pattern, "/**", "method filter");
+        assert_eq!(find(&table, "GET", &at("/api/v2/items")).unwrap().0.pattern, "/api/*/items");
+        assert_eq!(find(&table, "GET", &at("/api/v2/items/3")).unwrap().0.pattern, "/**");
+        assert!(find(&table[..2], "GET", &at("/other")).is_none());
     }
 
     #[test]
@@ -271,18 +320,21 @@ mod tests {
             _ => None,
         };
         let key = |path: &str| {
-            let (route, captures) = find(&table, "GET", path).unwrap();
+            let parts = at(path);
+            let (route, captures) = find(&table, "GET", &parts).unwrap();
             bucket_key(route, &captures, headers)
         };
-        assert_eq!(key("/ip").unwrap(), "api:ip:203.0.113.7");
-        assert_eq!(key("/h").unwrap(), "api:header:ann");
-        assert_eq!(key("/k").unwrap(), format!("api:apikey:{}", hash_api_key("secret")));
+        assert_eq!(key("/ip").unwrap(), "gateway:api:ip:203.0.113.7");
+        assert_eq!(key("/h").unwrap(), "gateway:api:header:ann");
+        assert_eq!(key("/k").unwrap(), format!("gateway:api:apikey:{}", hash_api_key("secret")));
         assert_eq!(hash_api_key("secret"), "2bb80d537b1da3e38bd30361aa855686");
-        assert_eq!(key("/s/bo%20b").unwrap(), "api:segment:bo b");
-        assert_eq!(key("/c").unwrap(), "api:constant:everyone");
-        let (route, captures) = find(&table, "GET", "/k").unwrap();
+        assert_eq!(key("/s/bo%20b").unwrap(), "gateway:api:segment:bo b");
+        assert_eq!(key("/c").unwrap(), "gateway:api:constant:everyone");
+        let parts = at("/k");
+        let (route, captures) = find(&table, "GET", &parts).unwrap();
         assert_eq!(bucket_key(route, &captures, |_| None).unwrap_err().status, 401);
-        let (route, captures) = find(&table, "GET", "/h").unwrap();
+        let parts = at("/h");
+        let (route, captures) = find(&table, "GET", &parts).unwrap();
         assert_eq!(bucket_key(route, &captures, |_| None).unwrap_err().code, "MISSING_KEY");
         assert_eq!(bucket_key(route, &captures, |_| Some("x".repeat(300))).unwrap_err().code, "INVALID_KEY");
     }

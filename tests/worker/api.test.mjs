@@ -198,6 +198,7 @@ test('bad input: a 4xx problem with a code, never a 5xx, and nothing changes', a
     ['over-long key', `/v1/buckets/${'k'.repeat(257)}/consume`, post({ policy: 'one' }), 400, 'INVALID_KEY'],
     ['control character in key', '/v1/buckets/a%0Ab/consume', post({ policy: 'one' }), 400, 'INVALID_KEY'],
     ['key not UTF-8', '/v1/buckets/%FF/consume', post({ policy: 'one' }), 400, 'INVALID_KEY'],
+    ["a gateway bucket's key", '/v1/buckets/gateway%3Aapi%3Aip%3A1.2.3.4/consume', post({ policy: 'one' }), 400, 'INVALID_KEY'],
     ['wrong method', `/v1/buckets/${k}/consume`, { method: 'GET' }, 405, 'METHOD_NOT_ALLOWED'],
     ['unknown endpoint', `/v1/buckets/${k}/refill`, post({}), 404, 'NOT_FOUND'],
     ['oversized body', `/v1/buckets/${k}/consume`, raw(JSON.stringify({ policy: 'one', pad: 'x'.repeat(20_000) })), 413, 'BODY_TOO_LARGE'],

@@ -46,6 +46,19 @@ test('an admitted request reaches the origin unchanged, and its answer gets the 
   assert.match(r.headers.get('access-control-expose-headers'), /^X-Origin, RateLimit, RateLimit-Policy, Retry-After/);
 });
 
+test('an encoded path is limited like the plain one; an encoded slash is refused', async () => {
+  const send = (path) => w.call(path, { method: 'POST', headers: { 'x-user': 'eve' }, body: 'x' });
+  assert.equal((await send('/items/1')).status, 200);
+  assert.equal((await send('/%69tems/1')).status, 200, 'the same route and bucket');
+  assert.equal((await send('/%69tems/1')).status, 429, 'burst of 2 spent: %69 is i');
+  assert.equal((await send('/x/../items/1')).status, 429, 'dot segments resolve as at the origin');
+  const before = o.requests.length;
+  const r = await send('/items%2F1');
+  assert.equal(r.status, 400);
+  assert.equal((await r.json()).code, 'INVALID_PATH');
+  assert.equal(o.requests.length, before, 'not forwarded');
+});
+
 test('429 problem+json once exhausted, and the origin never sees the request', async () => {
   const send = () => w.call('/items/9', { method: 'PUT', headers: { 'x-user': 'bob' }, body: 'x' });
   assert.equal((await send()).status, 200);
@@ -72,13 +85,13 @@ test('keys come from a path segment, a hashed API key, the client IP, or a const
   assert.equal((await w.call('/users/ann/profile')).status, 200);
   assert.equal((await w.call('/users/ann/profile')).status, 429);
   assert.equal((await w.call('/users/bob/profile')).status, 200);
-  assert.equal((await w.call('/v1/buckets/per_user:segment:ann', admin())).status, 200);
+  assert.equal((await w.call('/v1/buckets/gateway:per_user:segment:ann', admin())).status, 200);
 
   const apiKey = 'sk_live_secret';
   assert.equal((await w.call('/keyed', { headers: { 'x-api-key': apiKey } })).status, 200);
   assert.equal((await w.call('/keyed', { headers: { 'x-api-key': apiKey } })).status, 429);
   const hashed = createHash('sha256').update(apiKey).digest('hex').slice(0, 32);
-  const state = await w.call(`/v1/buckets/keyed:apikey:${hashed}`, admin());
+  const state = await w.call(`/v1/buckets/gateway:keyed:apikey:${hashed}`, admin());
   assert.equal(state.status, 200, 'the bucket is named by the hash, never the key');
   assert.ok(!w.logs.some((line) => JSON.stringify(line).includes(apiKey)), 'the key never reaches a log');
   const missing = await w.call('/keyed');
@@ -88,7 +101,7 @@ test('keys come from a path segment, a hashed API key, the client IP, or a const
   const byIp = await w.call('/by-ip');
   assert.equal(byIp.status, 200);
   const ipLine = w.logs.findLast((line) => line.route === '/by-ip');
-  assert.match(ipLine.key, /^keyed:ip:.+/);
+  assert.match(ipLine.key, /^gateway:keyed:ip:.+/);
 
   const noUser = await w.call('/items/1', { method: 'POST' });
   assert.equal(noUser.status, 400);
