@@ -92,7 +92,12 @@ impl BucketObject {
         };
         if effect.changed {
             self.persist(&settings, now)?;
-            self.schedule_alarm().await?;
+            // The decision is durable: answer it even if the idle alarm could not be set (the
+            // next write tries again). A 500 here would send the front worker into its failure
+            // mode for tokens already spent.
+            if let Err(error) = self.schedule_alarm().await {
+                worker::console_error!("idle alarm not set: {} {}", error.code, error.message);
+            }
         }
         serde_json::to_string(&effect.outcome).map_err(|e| ApiError::internal(e.to_string()))
     }
@@ -187,9 +192,14 @@ impl BucketObject {
         Ok(())
     }
 
-    /// The idle alarm: delete the bucket if it has been idle long enough, else wait again.
+    /// The idle alarm: delete the bucket if it has been idle long enough, else wait again. A
+    /// stored bucket that cannot be read (corrupt, or written by a newer format) is deleted:
+    /// requests meanwhile got the policy's failure mode, and keeping it would prolong that.
     async fn expire(&self) -> Result<(), ApiError> {
-        self.load()?;
+        if let Err(error) = self.load() {
+            worker::console_error!("deleting an unreadable bucket: {} {}", error.code, error.message);
+            return self.delete().await.map(|_| ());
+        }
         if !matches!(*self.held.borrow(), Some(Some(_))) {
             return Ok(());
         }
