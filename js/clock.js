@@ -1,7 +1,7 @@
 // Clocks: JS reads the time and passes it to wasm as one number per operation (or a BigInt
 // through the exchange). See docs/npm-package.md, "Time across the boundary".
 import { invalidArgument, EdgeBucketError } from './errors.js';
-import { integer, ARG_TIME } from './runtime.js';
+import { integerArg, ARG_TIME } from './runtime.js';
 
 /**
  * @typedef {object} Clock
@@ -48,7 +48,7 @@ export function customClock(meter) {
     originMillis: 0,
     now() {
       const nanos = meter();
-      return typeof nanos === 'number' ? nanos : integer(nanos, ARG_TIME, 'the time meter result');
+      return integerArg(nanos, ARG_TIME, 'the time meter result');
     },
   };
 }

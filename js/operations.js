@@ -1,9 +1,8 @@
 // The raw bucket operations and the decoding of their results, shared by Bucket (which reads
 // the clock and tells listeners) and VerboseBucket (which adds diagnostics at the same time).
-import { result, fail, integer, ARG_TOKENS, ARG_WAIT, STATUS_TRUE } from './runtime.js';
+import { result, fail, integerArg, tokensArg, ARG_TOKENS, ARG_WAIT, STATUS_TRUE } from './runtime.js';
 import { BucketConfiguration } from './configuration.js';
 
-const tokensArg = (tokens) => (typeof tokens === 'number' ? tokens : integer(tokens, ARG_TOKENS, 'tokens'));
 
 function check(status) {
   if (status > STATUS_TRUE) fail();
@@ -23,7 +22,7 @@ export function estimateAbilityToConsume(bucket, tokens, now) {
 }
 
 export function tryConsumeAsMuchAsPossible(bucket, limit, now) {
-  const max = limit === undefined ? Infinity : typeof limit === 'number' ? limit : integer(limit, ARG_TOKENS, 'limit');
+  const max = limit === undefined ? Infinity : integerArg(limit, ARG_TOKENS, 'limit');
   check(bucket.tryConsumeAsMuchAsPossible(max, now));
   return result(0);
 }
@@ -43,7 +42,7 @@ export function consumeIgnoringRateLimits(bucket, tokens, now) {
 
 /** The wait in nanoseconds if reserved (consumed now, to be used after the wait), else `null`. */
 export function reserve(bucket, tokens, maxWaitNanos, now) {
-  const maxWait = typeof maxWaitNanos === 'number' ? maxWaitNanos : integer(maxWaitNanos, ARG_WAIT, 'maximum wait');
+  const maxWait = integerArg(maxWaitNanos, ARG_WAIT, 'maximum wait');
   return check(bucket.reserve(tokensArg(tokens), maxWait, now)) ? result(0) : null;
 }
 

@@ -55,7 +55,13 @@ export function fail() {
  * is left in the exchange and `NaN` passed in its place.
  */
 export function integer(value, slot, what) {
-  if (typeof value === 'number') return value;
+  if (typeof value === 'number') {
+    // Only NaN needs this: wasm looks for a BigInt when it receives NaN, and a flag left by a
+    // call that threw before reaching wasm must not be read in its place.
+    if (numbers.length === 0) views();
+    given[slot] = 0;
+    return value;
+  }
   if (typeof value === 'bigint') {
     if (value < I64_MIN || value > I64_MAX) throw invalidArgument(`${what} ${value} is outside the 64-bit range`);
     if (numbers.length === 0) views();
@@ -65,6 +71,17 @@ export function integer(value, slot, what) {
   }
   throw invalidArgument(`${what} must be a number or a BigInt, got ${describe(value)}`);
 }
+
+/**
+ * `integer` for hot paths: a number passes as it is (Rust checks it), except NaN, which goes
+ * through `integer` to clear the slot's BigInt flag.
+ */
+export function integerArg(value, slot, what) {
+  return typeof value === 'number' && value === value ? value : integer(value, slot, what);
+}
+
+/** A token count argument. */
+export const tokensArg = (tokens) => integerArg(tokens, ARG_TOKENS, 'tokens');
 
 /** Writes a store key (a string, as UTF-8, or a Uint8Array) into the exchange; returns its length. */
 export function writeKey(key) {

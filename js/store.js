@@ -1,12 +1,11 @@
 // Many buckets by key in wasm memory: the Rust core's BucketStore (Bucket4j's ProxyManager
 // idea, local). See src/core/store.rs for the memory layout, expiry and eviction.
 import { invalidArgument } from './errors.js';
-import { raw, writeKey, integer, fail, result, ARG_TOKENS, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
+import { raw, writeKey, integerArg, tokensArg, fail, result, ARG_TOKENS, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
 import { BucketConfiguration, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
 import { clockOption, readClock } from './clock.js';
 import { consumptionProbe, estimationProbe } from './operations.js';
 
-const tokensArg = (tokens) => (typeof tokens === 'number' ? tokens : integer(tokens, ARG_TOKENS, 'tokens'));
 
 /**
  * Buckets by key (a string or a Uint8Array; a string is its UTF-8 bytes), about 40–60 bytes
@@ -57,8 +56,9 @@ export class BucketStore {
       throw invalidArgument('version must be a number and strategy a TokensInheritanceStrategy');
     }
     // (A wasm-bindgen class passed by value would be moved into Rust and emptied: pass a reference.)
-    if (supplied) this.#raw.configureSupplied(version, strategy);
-    else this.#raw.configureDefault(rawConfiguration(configuration), version, strategy);
+    const at = integerArg(version, ARG_TOKENS, 'version');
+    if (supplied) this.#raw.configureSupplied(at, strategy);
+    else this.#raw.configureDefault(rawConfiguration(configuration), at, strategy);
     this.#supplier = supplied ? configuration : null;
   }
 

@@ -171,3 +171,21 @@ test('one configuration serves many stores and buckets (it is never consumed)', 
   assert.equal(bucket.tryConsume(3), true);
   assert.deepEqual(shared.toJSON().bandwidths[0].capacity, 3);
 });
+
+test('a BigInt left by a call that threw before reaching wasm is never read in place of NaN', () => {
+  const clock = { t: 0, broken: false };
+  const store = new BucketStore({
+    configuration: limit(10, 10),
+    clock: () => {
+      if (clock.broken) throw new Error('the clock broke');
+      return clock.t;
+    },
+  });
+  clock.broken = true;
+  // The token count (a BigInt, left in the exchange) is read before the clock, which throws.
+  assert.throws(() => store.tryConsume('k', 5n), /the clock broke/);
+  clock.broken = false;
+  assert.throws(() => store.tryConsume('k', NaN), { code: 'INVALID_ARGUMENT' });
+  assert.equal(store.getAvailableTokens('k'), 10, 'nothing consumed');
+  assert.throws(() => store.configure({ configuration: limit(10, 10), version: NaN }), { code: 'INVALID_ARGUMENT' });
+});
