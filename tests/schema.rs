@@ -38,6 +38,9 @@ fn bad_durations_are_typed_errors() {
         assert_eq!(err.code(), "INVALID_DURATION", "{bad}");
     }
     assert_eq!(period_of(json!(0)).unwrap_err().code(), "NON_POSITIVE_REFILL_PERIOD");
+    // Past 2^53 - 1 a JSON number may already be rounded (2^53 + 1 reads as 2^53): refused.
+    assert_eq!(period_of(json!(9_007_199_254_740_993u64)).unwrap_err().code(), "INVALID_DURATION");
+    assert_eq!(period_of(json!(9_007_199_254_740_992u64)).unwrap_err().code(), "INVALID_DURATION");
     assert_eq!(period_of(json!("300 years")).unwrap_err().code(), "REFILL_PERIOD_TOO_LONG");
     // Shape errors are serde's, with a message that says what was expected.
     let err = serde_json::from_value::<ConfigurationSpec>(json!({

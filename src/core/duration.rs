@@ -49,8 +49,10 @@ pub enum InstantSpec {
     Text(String),
 }
 
-/// The largest whole number of milliseconds a JSON number carries exactly (2^53).
-const MAX_EXACT_MILLIS: f64 = 9_007_199_254_740_992.0;
+/// The largest whole number of milliseconds every JSON reader carries exactly: 2^53 − 1, what
+/// JavaScript calls `Number.MAX_SAFE_INTEGER`. (Beyond it a number may already have been rounded
+/// by the time it is checked, as 2^53 + 1 reads as 2^53.)
+const MAX_EXACT_MILLIS: f64 = 9_007_199_254_740_991.0;
 
 impl DurationSpec {
     /// The duration in nanoseconds.
@@ -132,7 +134,7 @@ fn whole_millis(ms: f64) -> Result<i64> {
         return Err(invalid(&describe_number(ms), reason.into()));
     }
     if ms.abs() > MAX_EXACT_MILLIS {
-        return Err(invalid(&describe_number(ms), "milliseconds beyond 2^53 are not exact".into()));
+        return Err(invalid(&describe_number(ms), "milliseconds beyond 2^53 - 1 are not exact".into()));
     }
     Ok(ms as i64)
 }

@@ -119,8 +119,9 @@ pub enum Error {
         /// The rejected limit.
         limit: i64,
     },
-    /// The wait this operation implies cannot be represented (it is 292 years or more), or the
-    /// tokens requested can never be available because they exceed a bandwidth's capacity.
+    /// The wait this operation implies cannot be represented: it is 292 years or more. (Tokens
+    /// beyond a bandwidth's capacity are not an error: probes report an infinite wait, and a
+    /// reservation or overdraft beyond capacity is a debt repaid by refill.)
     #[error("{tokens} tokens cannot be reserved: the wait would be unbounded or exceed {} ns", i64::MAX)]
     ReservationOverflow {
         /// The tokens that were asked for.

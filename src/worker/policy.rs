@@ -103,7 +103,10 @@ impl Policy {
         let configuration = BucketConfiguration::try_from(spec).map_err(|e| format!("{}: {e}", e.code()))?;
         check_bandwidth_ids(&configuration)?;
         let idle_grace = match fields.idle_grace {
-            Some(spec) => Duration::from_nanos(spec.to_nanos().map_err(|e| format!("idleGrace: {e}"))? as u64),
+            Some(spec) => {
+                let nanos = spec.to_nanos().map_err(|e| format!("idleGrace: {e}"))?;
+                Duration::from_nanos(u64::try_from(nanos).map_err(|_| "idleGrace: longer than 2^64 ns (584 years)")?)
+            }
             None => Duration::from_secs(60),
         };
         Ok(Policy {
@@ -188,5 +191,7 @@ mod tests {
         assert!(Policies::parse("{").is_err());
         let unicode_id = r#"{"p": {"bandwidths": [{"id": "é", "capacity": 1, "refill": {"kind": "greedy", "tokens": 1, "period": "1s"}}]}}"#;
         assert!(Policies::parse(unicode_id).unwrap_err().contains("printable ASCII"));
+        let endless_grace = r#"{"p": {"idleGrace": {"days": 1000000}, "bandwidths": [{"capacity": 1, "refill": {"kind": "greedy", "tokens": 1, "period": "1s"}}]}}"#;
+        assert!(Policies::parse(endless_grace).unwrap_err().contains("idleGrace: longer than 2^64 ns"));
     }
 }
