@@ -1,0 +1,28 @@
+//! Any method, path and body through the worker's request decoders (service endpoint and JSON
+//! command, gateway path): never a panic, and every refusal is a 4xx, never a 5xx.
+#![no_main]
+
+use edgebucket::worker::{api, routes};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|input: &[u8]| {
+    // method \0 path \0 body
+    let mut parts = input.splitn(3, |&b| b == 0);
+    let (Some(method), Some(path)) = (parts.next(), parts.next()) else { return };
+    let body = parts.next().unwrap_or_default();
+    let (Ok(method), Ok(path)) = (std::str::from_utf8(method), std::str::from_utf8(path)) else { return };
+
+    match api::endpoint(method, path) {
+        Ok(Some(endpoint)) => {
+            if let Err(error) = api::command(&endpoint, body) {
+                assert!((400..500).contains(&error.status), "{endpoint:?} {error:?}");
+            }
+        }
+        Ok(None) => {}
+        Err(error) => assert!((400..500).contains(&error.status), "{error:?}"),
+    }
+    match routes::segments(path) {
+        Ok(segments) => assert!(segments.iter().all(|s| !s.is_empty() && !s.contains('/') && s != "." && s != "..")),
+        Err(error) => assert_eq!((error.status, error.code.as_str()), (400, "INVALID_PATH")),
+    }
+});
