@@ -347,3 +347,66 @@ test('partition keys keep policies of the same name apart', () => {
     limit({ policy: 'user', partitionKey: 'Yg==', quota: 10, window: 1 * S, remaining: 4 }),
   ]);
 });
+
+test('random fields (a seeded fuzz of every dialect): never thrown, every number within BOUNDS', () => {
+  // A small deterministic generator (mulberry32), so a failure is reproducible.
+  let seed = 0x5eed;
+  const random = () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const pick = (items) => items[Math.floor(random() * items.length)];
+  const number = () => pick(['0', '1', '42', '3600', '1795280400', '1795280400000', '999999999999999', '1e9', '-1', '1.5', '0x10']);
+  const name = () => pick(['"burst"', '"daily"', '"a"', '""', 'token', '"x;y"']);
+  const items = (make) => Array.from({ length: 1 + Math.floor(random() * 3) }, make).join(pick([', ', ',', ' , ']));
+  const date = () => pick(['Sat, 21 Nov 2026 13:00:05 GMT', 'Saturday, 21-Nov-26 13:00:05 GMT', 'Sat Nov 21 13:00:05 2026', 'Sat, 21 Nov 2026']);
+  // Well-formed fields of every dialect, with extreme numbers...
+  const fields = {
+    'ratelimit-policy': () => items(() => `${name()};q=${number()};w=${number()}${pick(['', ';pk=:dXNlcjE=:', ';qu="requests"', ';qu="bytes"'])}`),
+    ratelimit: () => pick([
+      () => items(() => `${name()};r=${number()};t=${number()}`),
+      () => `limit=${number()}, remaining=${number()}, reset=${number()}`,
+    ])(),
+    'ratelimit-limit': number,
+    'ratelimit-remaining': number,
+    'ratelimit-reset': number,
+    'x-ratelimit-limit': number,
+    'x-ratelimit-remaining': number,
+    'x-ratelimit-reset': number,
+    'x-ratelimit-used': number,
+    'retry-after': () => pick([number, date])(),
+    date,
+  };
+  // ...then mutated: characters inserted, deleted or replaced at random.
+  const noise = ['"', ';', ',', '=', ':', '(', ')', '?1', ' ', '\t', '-', '.', '9', 'é', '\\'];
+  const mutate = (text) => {
+    for (let m = Math.floor(random() * 3); m > 0; m--) {
+      const at = Math.floor(random() * (text.length + 1));
+      const cut = Math.floor(random() * 3);
+      text = text.slice(0, at) + (random() < 0.7 ? pick(noise) : '') + text.slice(at + cut);
+    }
+    return text;
+  };
+  const within = (value, bound) => value === undefined || (Number.isFinite(value) && value >= 0 && value <= bound);
+  let parsed = 0;
+  for (let run = 0; run < 5000; run++) {
+    const headers = {};
+    for (let field = 1 + Math.floor(random() * 4); field > 0; field--) {
+      const [fieldName, make] = pick(Object.entries(fields));
+      headers[fieldName] = random() < 0.5 ? make() : mutate(make());
+    }
+    const seen = read(headers);
+    if (seen.limits.length > 0 || seen.retryAfter !== undefined) parsed++;
+    assert.ok(within(seen.retryAfter, BOUNDS.maxWait), JSON.stringify(headers));
+    for (const l of seen.limits) {
+      const where = `${JSON.stringify(headers)} → ${JSON.stringify(l)}`;
+      assert.ok(within(l.quota, BOUNDS.maxQuota) && within(l.remaining, BOUNDS.maxQuota), where);
+      assert.ok(within(l.window, BOUNDS.maxWindow) && within(l.reset, BOUNDS.maxWait), where);
+      assert.ok(typeof l.policy === 'string' && l.policy.length <= BOUNDS.maxNameLength, where);
+    }
+  }
+  console.log(`${parsed} of 5000 random header sets read as limits or a Retry-After`);
+  assert.ok(parsed >= 1500, `only ${parsed} of 5000 reached the parsers' output: the fuzz would prove little`);
+});
