@@ -15,7 +15,7 @@
 use std::cell::{Cell, RefCell};
 
 // The #[durable_object] expansion names `wasm_bindgen`.
-use worker::wasm_bindgen;
+use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
 use worker::{durable_object, js_sys, Env, Request, Response, ScheduledTime, SqlStorageValue, State};
 
 use super::client::js_millis;
@@ -55,17 +55,10 @@ impl worker::DurableObject for BucketObject {
         }
     }
 
-    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
-        // serde_json, not req.json(): JavaScript's JSON.parse would round 64-bit integers.
-        let command = req.text().await.and_then(|text| serde_json::from_str::<Command>(&text).map_err(|e| e.into()));
-        let command = match command {
-            Ok(command) => command,
-            Err(e) => return respond::problem(&ApiError::bad_request("INVALID_COMMAND", e.to_string())),
-        };
-        match self.handle(command).await {
-            Ok(body) => respond::json_text(200, body),
-            Err(error) => respond::problem(&error),
-        }
+    /// Refused: the worker calls the object over RPC (`decide`), which skips building a request
+    /// and a response per decision; one way in keeps one set of checks.
+    async fn fetch(&self, _req: Request) -> worker::Result<Response> {
+        respond::problem(&ApiError::new(404, "RPC_ONLY", "a bucket object is called over RPC (decide), not fetch"))
     }
 
     async fn alarm(&self) -> worker::Result<Response> {
@@ -77,7 +70,33 @@ impl worker::DurableObject for BucketObject {
     }
 }
 
+/// The RPC surface. The worker-build shim exports a plain class, which the runtime does not
+/// call over RPC; `src/worker/entry.mjs` wraps it in a class extending `DurableObject`.
+#[wasm_bindgen(wasm_bindgen = ::worker::wasm_bindgen, wasm_bindgen_futures = ::worker::wasm_bindgen_futures)]
 impl BucketObject {
+    /// Decides `command` (a [`Command`] as JSON); resolves to `[status, body]`: 200 and the
+    /// outcome as JSON, or an error status and its problem document.
+    #[wasm_bindgen(js_name = decide)]
+    pub async fn decide_rpc(&self, command: String) -> Result<JsValue, JsValue> {
+        let (status, body) = self.answer(&command).await;
+        Ok(js_sys::Array::of2(&status.into(), &body.into()).into())
+    }
+}
+
+impl BucketObject {
+    /// Decides a command given as JSON: 200 and the outcome, or an error status and its problem.
+    async fn answer(&self, command: &str) -> (u16, String) {
+        // serde_json, not JSON.parse: JavaScript would round 64-bit integers.
+        let command = match serde_json::from_str::<Command>(command) {
+            Ok(command) => command,
+            Err(e) => return failed(&ApiError::bad_request("INVALID_COMMAND", e.to_string())),
+        };
+        match self.handle(command).await {
+            Ok(body) => (200, body),
+            Err(error) => failed(&error),
+        }
+    }
+
     async fn handle(&self, command: Command) -> Result<String, ApiError> {
         if command == Command::Delete {
             let deleted = Deleted { deleted: self.delete().await? };
@@ -228,6 +247,10 @@ impl BucketObject {
 fn idle_deadline(now: i64, ttl_millis: i64) -> f64 {
     const MAX_DATE_MILLIS: f64 = 8.64e15;
     ((now / 1_000_000) as f64 + ttl_millis as f64).min(MAX_DATE_MILLIS)
+}
+
+fn failed(error: &ApiError) -> (u16, String) {
+    (error.status, error.body())
 }
 
 fn storage(error: worker::Error) -> ApiError {

@@ -220,6 +220,21 @@ test('bad input: a 4xx problem with a code, never a 5xx, and nothing changes', a
   assert.deepEqual([state.policy, state.remaining], ['one', 8], 'nothing changed');
 });
 
+test('the bucket object answers RPC only: fetch is 404, a malformed command 400, nothing changes', async () => {
+  const k = key();
+  await consume(k, { policy: 'one', tokens: 2 });
+  const namespace = await w.mf.getDurableObjectNamespace('BUCKETS');
+  const stub = namespace.get(namespace.idFromName(k));
+  const r = await stub.fetch('https://bucket/', { method: 'POST', body: JSON.stringify({ consume: {} }) });
+  assert.equal(r.status, 404);
+  assert.equal((await r.json()).code, 'RPC_ONLY');
+  const [status, body] = await stub.decide('{"consume":');
+  assert.equal(status, 400);
+  assert.equal(JSON.parse(body).code, 'INVALID_COMMAND');
+  const state = await inspect(k);
+  assert.deepEqual([state.policy, state.remaining], ['one', 8], 'nothing changed');
+});
+
 test('shadow mode decides and logs but never rejects', async () => {
   const k = key();
   assert.equal((await consume(k, { policy: 'shadow' })).status, 200);

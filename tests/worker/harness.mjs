@@ -1,4 +1,4 @@
-// Starts the built worker (build/worker/shim.mjs) in real workerd through Miniflare's API, with
+// Starts the built worker (build/entry.js) in real workerd through Miniflare's API, with
 // the Durable Object binding, migration and compatibility date of wrangler.toml and the test's
 // own [vars]. Nothing is mocked: requests go over HTTP to workerd on 127.0.0.1.
 import { Miniflare } from 'miniflare';
@@ -21,7 +21,7 @@ function options({ vars = {}, tomlVars = false, persist, port = 0, durableObject
   return {
     name: 'edgebucket',
     modules: true,
-    scriptPath: path.join(root, 'build/worker/shim.mjs'),
+    scriptPath: path.join(root, 'build/entry.js'),
     modulesRules: [
       { type: 'ESModule', include: ['**/*.js'] },
       { type: 'CompiledWasm', include: ['**/*.wasm'] },
