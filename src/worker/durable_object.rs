@@ -71,7 +71,7 @@ impl worker::DurableObject for BucketObject {
 }
 
 /// The RPC surface. The worker-build shim exports a plain class, which the runtime does not
-/// call over RPC; `src/worker/entry.mjs` wraps it in a class extending `DurableObject`.
+/// call over RPC; `src/worker/entry.js` wraps it in a class extending `DurableObject`.
 #[wasm_bindgen(wasm_bindgen = ::worker::wasm_bindgen, wasm_bindgen_futures = ::worker::wasm_bindgen_futures)]
 impl BucketObject {
     /// Decides `command` (a [`Command`] as JSON); resolves to `[status, body]`: 200 and the
