@@ -430,6 +430,15 @@ impl Model {
         self.bands.iter().all(|b| b.x >= q(n))
     }
 
+    /// Debits `n` from every bandwidth if each has it; whether it did.
+    fn take(&mut self, n: i64) -> bool {
+        let ok = self.can_consume(n);
+        if ok {
+            self.debit(n);
+        }
+        ok
+    }
+
     /// Debits every bandwidth (the caller checked that the counts stay in range).
     fn debit(&mut self, n: i64) {
         for b in &mut self.bands {
@@ -525,19 +534,12 @@ impl Model {
             Op::TryConsume(n) => {
                 positive(*n)?;
                 self.refill(now);
-                let ok = self.can_consume(*n);
-                if ok {
-                    self.debit(*n);
-                }
-                Outcome::Bool(ok)
+                Outcome::Bool(self.take(*n))
             }
             Op::Probe(n) => {
                 positive(*n)?;
                 self.refill(now);
-                let consumed = self.can_consume(*n);
-                if consumed {
-                    self.debit(*n);
-                }
+                let consumed = self.take(*n);
                 Outcome::Consumption(ConsumptionProbe {
                     consumed,
                     remaining_tokens: self.available().max(0),
