@@ -10,12 +10,14 @@
 // Printed: decisions/s and latency for one key (one object: every decision serialized) and for
 // 10,000 keys, at full load (10 connections) and at a fixed offered rate; then the same runs of a
 // minimal JavaScript worker that calls a Durable Object over RPC, which does one SQL write:
-// the ceiling of this machine and runtime for this architecture.
+// the ceiling of this machine and runtime for this architecture. Beside the rates, workerd's CPU
+// time per decision (Linux): steadier than decisions/s on a shared machine, whose speed drifts
+// by a quarter between runs, so the ratio of the two workers' CPU is the figure to compare builds.
 //
 //   node benches/worker_load.mjs [seconds per full-load run, default 10]
 import autocannon from 'autocannon';
 import wrangler from 'wrangler';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,6 +30,25 @@ const [binding, { className }] = Object.entries(toml.durableObjects)[0];
 const POLICIES = {
   bench: { failure: 'closed', bandwidths: [{ id: 'b', capacity: 1e9, refill: { kind: 'greedy', tokens: 1e9, period: '1s' } }] },
 };
+
+// /proc/<pid>/stat counts CPU time in clock ticks.
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' })) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** CPU time `pid` has used, in microseconds; null where /proc is missing. */
+function cpuMicros(pid) {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS; // utime + stime
+  } catch {
+    return null;
+  }
+}
 
 /** workerd serving `modules` (copied next to its config) with `bindings`; returns its URL. */
 async function workerd(modules, bindings, objectClass) {
@@ -65,6 +86,7 @@ const main :Workerd.Worker = (
   }
   return {
     url,
+    cpu: () => cpuMicros(child.pid),
     stop: async () => {
       child.kill();
       await exited;
@@ -73,7 +95,16 @@ const main :Workerd.Worker = (
   };
 }
 
-function load(url, { keys, duration, rate }) {
+/** A run of autocannon on `server`; the result has workerd's CPU µs per request added. */
+async function load(server, options) {
+  const before = server.cpu();
+  const result = await cannon(server.url, options);
+  const after = server.cpu();
+  result.cpuPerRequest = before === null || after === null ? null : (after - before) / result.requests.total;
+  return result;
+}
+
+function cannon(url, { keys, duration, rate }) {
   let i = 0;
   return autocannon({
     url,
@@ -96,27 +127,33 @@ function row(label, result) {
   const failed = result.non2xx + result.errors + result.timeouts;
   console.log(
     `${label.padEnd(44)}${result.requests.average.toFixed(0).padStart(12)}${String(l.p50).padStart(8)}` +
-      `${String(l.p99).padStart(8)}${String(l.max).padStart(8)}${String(failed).padStart(9)}`,
+      `${String(l.p99).padStart(8)}${String(l.max).padStart(8)}${String(failed).padStart(9)}` +
+      `${(result.cpuPerRequest === null ? '-' : result.cpuPerRequest.toFixed(0)).padStart(12)}`,
   );
 }
 
-/** The four runs, in the same order for every worker. */
+/** The four runs, in the same order for every worker; returns the one-key full-load result. */
 async function scenarios(name, server) {
   try {
-    await load(server.url, { keys: 100, duration: 2 }); // warm up the isolate and the JIT
-    row(`${name}: 1 key, full load`, await load(server.url, { keys: 1, duration: seconds }));
-    row(`${name}: 10,000 keys, full load`, await load(server.url, { keys: 10_000, duration: seconds }));
+    await load(server, { keys: 100, duration: 2 }); // warm up the isolate and the JIT
+    const oneKey = await load(server, { keys: 1, duration: seconds });
+    row(`${name}: 1 key, full load`, oneKey);
+    row(`${name}: 10,000 keys, full load`, await load(server, { keys: 10_000, duration: seconds }));
     await new Promise((resolve) => setTimeout(resolve, 12_000)); // idle objects are evicted after 10 s
-    row(`${name}: 1 key, 1,000/s offered`, await load(server.url, { keys: 1, duration: seconds, rate: 1000 }));
-    row(`${name}: 10,000 keys, 250/s offered`, await load(server.url, { keys: 10_000, duration: 40, rate: 250 }));
+    row(`${name}: 1 key, 1,000/s offered`, await load(server, { keys: 1, duration: seconds, rate: 1000 }));
+    row(`${name}: 10,000 keys, 250/s offered`, await load(server, { keys: 10_000, duration: 40, rate: 250 }));
+    return oneKey;
   } finally {
     await server.stop();
   }
 }
 
 console.log(`workerd on 127.0.0.1, 10 connections, ${seconds} s runs (40 s for 10,000 keys at 250/s: every key once)`);
-console.log(`every decision admits and writes its bucket; failed = non-2xx and socket errors`);
-console.log(`${'run'.padEnd(44)}${'decisions/s'.padStart(12)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}${'max ms'.padStart(8)}${'failed'.padStart(9)}`);
+console.log(`every decision admits and writes its bucket; failed = non-2xx and socket errors; cpu = workerd's CPU µs per decision`);
+console.log(
+  `${'run'.padEnd(44)}${'decisions/s'.padStart(12)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}${'max ms'.padStart(8)}` +
+    `${'failed'.padStart(9)}${'cpu µs'.padStart(12)}`,
+);
 const edgebucket = await workerd(
   [
     ['entry.js', path.join(root, 'build/entry.js')],
@@ -129,7 +166,7 @@ const edgebucket = await workerd(
   ],
   className,
 );
-await scenarios('edgebucket', edgebucket);
+const ours = await scenarios('edgebucket', edgebucket);
 
 // The ceiling: the least a worker can do per decision here (an RPC call to an object doing one
 // SQL write), the architecture edgebucket uses.
@@ -148,8 +185,14 @@ fs.writeFileSync(
      return new Response(answer, { headers: { "content-type": "application/json" } });
    } };`,
 );
+let ceiling;
 try {
-  await scenarios('minimal JS', await workerd([['ceiling.js', script]], ['(name = "OBJECTS", durableObjectNamespace = "Ceiling")'], 'Ceiling'));
+  ceiling = await scenarios('minimal JS', await workerd([['ceiling.js', script]], ['(name = "OBJECTS", durableObjectNamespace = "Ceiling")'], 'Ceiling'));
 } finally {
   fs.rmSync(dir, { recursive: true, force: true });
 }
+const ratio = (a, b) => (a && b ? `${(a / b).toFixed(2)}×` : '-');
+console.log(
+  `\n1 key, full load, edgebucket / minimal JS: decisions/s ${ratio(ours.requests.average, ceiling.requests.average)}, ` +
+    `CPU per decision ${ratio(ours.cpuPerRequest, ceiling.cpuPerRequest)}`,
+);
