@@ -100,7 +100,8 @@ async function load(server, options) {
   const before = server.cpu();
   const result = await cannon(server.url, options);
   const after = server.cpu();
-  result.cpuPerRequest = before === null || after === null ? null : (after - before) / result.requests.total;
+  const known = before !== null && after !== null && result.requests.total > 0;
+  result.cpuPerRequest = known ? (after - before) / result.requests.total : null;
   return result;
 }
 
