@@ -139,8 +139,8 @@ fn whole_millis(ms: f64) -> Result<i64> {
     Ok(ms as i64)
 }
 
-/// A number for an error message. Whole numbers are printed; others are described, because
-/// printing a float links Rust's float formatting, a fifth of the npm package's wasm.
+/// A number for an error message, as JavaScript writes it: whole numbers without a decimal
+/// point, `NaN`, `Infinity` and `-Infinity` by those names, other numbers as they are.
 pub(crate) fn describe_number(value: f64) -> String {
     if value.fract() == 0.0 && value.abs() < 9.2e18 {
         return (value as i64).to_string();
@@ -148,7 +148,7 @@ pub(crate) fn describe_number(value: f64) -> String {
     match value {
         v if v.is_nan() => "NaN".into(),
         v if v.is_infinite() => if v > 0.0 { "Infinity" } else { "-Infinity" }.into(),
-        _ => "a fractional number".into(),
+        v => v.to_string(),
     }
 }
 
@@ -239,5 +239,18 @@ impl<'de> Deserialize<'de> for InstantSpec {
             Raw::Text(text) => InstantSpec::Text(text),
             Raw::Parts(_) => return Err(de::Error::custom("an instant cannot be an object")),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe_number;
+
+    #[test]
+    fn numbers_in_messages_read_as_javascript_writes_them() {
+        assert_eq!(describe_number(5.0), "5");
+        assert_eq!(describe_number(-1.5), "-1.5");
+        assert_eq!(describe_number(f64::NAN), "NaN");
+        assert_eq!(describe_number(f64::NEG_INFINITY), "-Infinity");
     }
 }

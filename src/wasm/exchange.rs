@@ -39,7 +39,8 @@ pub const ARG_TIME: usize = 1;
 /// Argument slot of a maximum wait given as a BigInt.
 pub const ARG_WAIT: usize = 2;
 
-const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+/// The largest integer a JS number holds exactly (`Number.MAX_SAFE_INTEGER`).
+pub(crate) const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 
 #[repr(C)]
 struct Exchange {

@@ -39,8 +39,7 @@ impl Clock {
     /// `value` in nanoseconds; see the module docs.
     #[inline]
     pub fn nanos(&self, value: f64) -> Result<i64, BindingError> {
-        let units =
-            if value.fract() == 0.0 && value.abs() <= 9_007_199_254_740_991.0 { Some(value as i64) } else { None };
+        let units = if value.fract() == 0.0 && value.abs() <= exchange::MAX_SAFE { Some(value as i64) } else { None };
         let nanos = match units {
             Some(units) if units.abs() <= self.max_units => Some(units * self.nanos_per_unit),
             Some(_) => None,
