@@ -189,12 +189,19 @@ proptest! {
     }
 }
 
+/// A store whose keys get one bandwidth of `capacity`, refilling a token a minute; the tests
+/// using it decide at time 0, so nothing refills.
+fn slow_store(capacity: i64, options: StoreOptions) -> BucketStore {
+    let limit = Bandwidth::builder().capacity(capacity).refill_greedy(1, Duration::from_secs(60)).build().unwrap();
+    let config = BucketConfiguration::builder().add_limit(limit).build().unwrap();
+    let mut store = BucketStore::new(options).unwrap();
+    store.configure(Some(config), 0, Inherit::Reset);
+    store
+}
+
 #[test]
 fn many_keys_stay_distinct() {
-    let limit = Bandwidth::builder().capacity(3).refill_greedy(1, Duration::from_secs(60)).build().unwrap();
-    let config = BucketConfiguration::builder().add_limit(limit).build().unwrap();
-    let mut store = BucketStore::new(StoreOptions { max_keys: 200_000, ..StoreOptions::default() }).unwrap();
-    store.configure(Some(config), 0, Inherit::Reset);
+    let mut store = slow_store(3, StoreOptions { max_keys: 200_000, ..StoreOptions::default() });
     for i in 0..100_000u32 {
         assert_eq!(store.try_consume(format!("user:{i}").as_bytes(), 1 + i64::from(i % 3), 0).unwrap(), Some(true));
     }
@@ -209,10 +216,7 @@ fn many_keys_stay_distinct() {
 fn keys_that_fill_the_key_arena_exactly_then_an_empty_key() {
     // 32-byte keys fill a 64 KiB chunk of the key arena exactly; an empty key right after must
     // neither panic nor alias another key.
-    let limit = Bandwidth::builder().capacity(5).refill_greedy(1, Duration::from_secs(60)).build().unwrap();
-    let config = BucketConfiguration::builder().add_limit(limit).build().unwrap();
-    let mut store = BucketStore::new(StoreOptions::default()).unwrap();
-    store.configure(Some(config), 0, Inherit::Reset);
+    let mut store = slow_store(5, StoreOptions::default());
     let key = |i: u32| format!("{i:032}").into_bytes();
     for i in 0..2048 {
         assert_eq!(store.try_consume(&key(i), 1, 0).unwrap(), Some(true));
@@ -227,10 +231,7 @@ fn keys_that_fill_the_key_arena_exactly_then_an_empty_key() {
 
 #[test]
 fn keys_inserted_after_clear_stay_distinct() {
-    let limit = Bandwidth::builder().capacity(5).refill_greedy(1, Duration::from_secs(60)).build().unwrap();
-    let config = BucketConfiguration::builder().add_limit(limit).build().unwrap();
-    let mut store = BucketStore::new(StoreOptions::default()).unwrap();
-    store.configure(Some(config), 0, Inherit::Reset);
+    let mut store = slow_store(5, StoreOptions::default());
     for k in [b"a", b"b", b"c", b"d", b"e"] {
         store.try_consume(k, 1, 0).unwrap();
     }
