@@ -135,6 +135,29 @@ fn configurations_are_non_empty_with_unique_ids() {
 }
 
 #[test]
+fn the_reported_duplicate_is_the_earliest_bandwidth_repeating_an_id() {
+    let with_id = |id: Option<&str>| {
+        let builder = Bandwidth::builder().capacity(1).refill_greedy(1, secs(1));
+        match id {
+            Some(id) => builder.id(id).build().unwrap(),
+            None => builder.build().unwrap(),
+        }
+    };
+    let cases: [(&[Option<&str>], Option<(&str, usize, usize)>); 5] = [
+        (&[Some("a"), Some("b"), Some("b"), Some("a")], Some(("b", 1, 2))),
+        (&[Some("b"), Some("a"), Some("a"), Some("b"), Some("a")], Some(("a", 1, 2))),
+        (&[Some("x"), None, Some("y"), None, Some("x"), Some("y")], Some(("x", 0, 4))),
+        (&[Some("c"), Some("c"), Some("c")], Some(("c", 0, 1))),
+        (&[None, Some("a"), None, Some("b")], None),
+    ];
+    for (ids, expected) in cases {
+        let result = BucketConfiguration::new(ids.iter().map(|&id| with_id(id)).collect());
+        let expected = expected.map(|(id, first, second)| Error::DuplicateBandwidthId { id: id.into(), first, second });
+        assert_eq!(result.err(), expected, "ids {ids:?}");
+    }
+}
+
+#[test]
 fn every_error_code_is_stable_screaming_snake_case() {
     let samples = [
         Error::MissingCapacity,

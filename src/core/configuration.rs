@@ -34,11 +34,8 @@ impl BucketConfiguration {
         if bandwidths.is_empty() {
             return Err(Error::EmptyConfiguration);
         }
-        for (second, bandwidth) in bandwidths.iter().enumerate() {
-            let Some(id) = bandwidth.id() else { continue };
-            if let Some(first) = bandwidths[..second].iter().position(|b| b.id() == Some(id)) {
-                return Err(Error::DuplicateBandwidthId { id: id.to_owned(), first, second });
-            }
+        if let Some((id, first, second)) = duplicate_id(&bandwidths) {
+            return Err(Error::DuplicateBandwidthId { id: id.to_owned(), first, second });
         }
         Ok(BucketConfiguration { bandwidths })
     }
@@ -71,4 +68,15 @@ impl ConfigurationBuilder {
     pub fn build(self) -> Result<BucketConfiguration> {
         BucketConfiguration::new(self.bandwidths)
     }
+}
+
+/// The first id used twice, as positions: the earliest bandwidth that repeats an id, and the
+/// id's first use. Sorting keeps this O(n log n): configurations also arrive from decoded bytes
+/// and JSON, where a pairwise scan would let a large input cost quadratic time.
+fn duplicate_id(bandwidths: &[Bandwidth]) -> Option<(&str, usize, usize)> {
+    let mut ids: Vec<(&str, usize)> =
+        bandwidths.iter().enumerate().filter_map(|(at, b)| b.id().map(|id| (id, at))).collect();
+    ids.sort_unstable();
+    // Within one id the positions ascend, so its first window pairs its first two uses.
+    ids.windows(2).filter(|w| w[0].0 == w[1].0).map(|w| (w[0].0, w[0].1, w[1].1)).min_by_key(|&(_, _, second)| second)
 }
