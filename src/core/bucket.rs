@@ -142,11 +142,31 @@ impl<M: TimeMeter> Bucket<M> {
         self.inner.diagnostics(self.now())
     }
 
-    /// See [`TokenBucket::verbose`].
-    pub fn verbose<T>(&mut self, operation: impl FnOnce(&mut Self) -> Result<T>) -> Result<VerboseResult<T>> {
-        let value = operation(self)?;
-        let configuration = self.inner.configuration().clone();
-        Ok(VerboseResult { value, configuration, diagnostics: self.diagnostics() })
+    /// Runs `operation` on the bucket at one reading of the clock, passed to it, and takes the
+    /// configuration and diagnostics at that same instant (Bucket4j's `VerboseResult` is a
+    /// snapshot of the interaction). See [`TokenBucket::verbose`].
+    ///
+    /// ```
+    /// use edgebucket::{Bandwidth, Bucket, BucketConfiguration, TimeMeter};
+    /// # use std::time::Duration;
+    ///
+    /// struct Fixed;
+    /// impl TimeMeter for Fixed {
+    ///     fn current_time_nanos(&self) -> i64 { 0 }
+    /// }
+    /// let limit = Bandwidth::builder().capacity(5).refill_greedy(5, Duration::from_secs(1)).build()?;
+    /// let mut bucket = Bucket::new(BucketConfiguration::new(vec![limit])?, Fixed);
+    /// let result = bucket.verbose(|b, now| b.try_consume(2, now))?;
+    /// assert!(result.value);
+    /// assert_eq!(result.diagnostics.available_tokens, 3);
+    /// # Ok::<(), edgebucket::Error>(())
+    /// ```
+    pub fn verbose<T>(
+        &mut self,
+        operation: impl FnOnce(&mut TokenBucket, i64) -> Result<T>,
+    ) -> Result<VerboseResult<T>> {
+        let now = self.now();
+        self.inner.verbose(now, |bucket| operation(bucket, now))
     }
 }
 
