@@ -16,11 +16,11 @@ import { consumptionProbe, estimationProbe } from './operations.js';
  * - `version` and `strategy`: raising the version (see {@link BucketStore#configure}) gives
  *   keys of older versions the new configuration on their next access, tokens carried over by
  *   the strategy (Bucket4j's implicit configuration replacement).
- * - `maxKeys` (default 1,000,000): beyond it an insertion evicts a key (CLOCK: expired keys
- *   first, then keys unused since the hand last passed). `Infinity` for no cap.
+ * - `maxKeys` (default 1,000,000): beyond it an insertion evicts a key (CLOCK: the first key
+ *   under the hand that is expired or unused since the hand last passed). `Infinity` for no cap.
  * - `idleGrace` (default 0): a key expires once its bucket has been full that long (Bucket4j's
  *   expiry "time to refill to maximum" plus a grace). Expiry is eventual, as a TTL: insertions
- *   sweep a few keys each, eviction prefers expired keys, `removeExpired()` sweeps all. It is
+ *   sweep a few keys each, eviction never spares an expired key, `removeExpired()` sweeps all. It is
  *   unobservable for greedy limits whose initial tokens are their capacity.
  * - `clock`: 'millis' (default, `Date.now()`), 'nanos', or a function returning nanoseconds.
  *

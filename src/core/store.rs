@@ -22,8 +22,10 @@
 //!   its initial tokens are its capacity and its refill is greedy; otherwise expiry forgets what
 //!   Bucket4j's expiry forgets (initial tokens other than capacity, an intervally refill's phase).
 //! - **Size cap**: beyond `max_keys` an insertion evicts a key chosen by CLOCK (second chance):
-//!   expired keys first, then keys not used since the hand last passed. An evicted key starts
-//!   afresh, so a cap that is too small loosens limits; size it for the working set.
+//!   the first key under the hand that is expired or has not been used since the hand last
+//!   passed. An unused key can go before an expired one further on (finding every expired key
+//!   would cost a scan of the store). An evicted key starts afresh, so a cap that is too small
+//!   loosens limits; size it for the working set.
 //!
 //! ```
 //! use std::time::Duration;
@@ -616,7 +618,7 @@ mod tests {
     }
 
     #[test]
-    fn the_cap_evicts_by_clock_expired_keys_first() {
+    fn the_cap_evicts_by_clock_and_an_expired_key_has_no_second_chance() {
         let mut store = store(3, Some(greedy(10, 1)));
         for key in [b"a", b"b", b"c"] {
             store.try_consume(key, 1, 0).unwrap();
