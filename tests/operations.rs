@@ -143,7 +143,9 @@ fn the_reported_duplicate_is_the_earliest_bandwidth_repeating_an_id() {
             None => builder.build().unwrap(),
         }
     };
-    let cases: [(&[Option<&str>], Option<(&str, usize, usize)>); 5] = [
+    // The ids, and the duplicate reported: (id, first, second).
+    type Case<'a> = (&'a [Option<&'a str>], Option<(&'a str, usize, usize)>);
+    let cases: [Case; 5] = [
         (&[Some("a"), Some("b"), Some("b"), Some("a")], Some(("b", 1, 2))),
         (&[Some("b"), Some("a"), Some("a"), Some("b"), Some("a")], Some(("a", 1, 2))),
         (&[Some("x"), None, Some("y"), None, Some("x"), Some("y")], Some(("x", 0, 4))),
