@@ -138,6 +138,13 @@ pub enum Error {
         /// The longest key accepted.
         max: usize,
     },
+    /// A [`BucketStore`](crate::BucketStore)'s keys fill the bytes it can address, even after
+    /// reclaiming removed keys' bytes.
+    #[error("the store's keys fill its key space of {max_bytes} bytes; remove keys or lower max_keys")]
+    KeySpaceFull {
+        /// The key bytes a store can hold.
+        max_bytes: u64,
+    },
 
     // --- codec ---
     /// The bytes were written by a newer (or unknown) format version.
@@ -184,6 +191,7 @@ impl Error {
             Error::ReservationOverflow { .. } => "RESERVATION_OVERFLOW",
             Error::TokensOverflow => "TOKENS_OVERFLOW",
             Error::KeyTooLong { .. } => "KEY_TOO_LONG",
+            Error::KeySpaceFull { .. } => "KEY_SPACE_FULL",
             Error::UnsupportedFormatVersion { .. } => "UNSUPPORTED_FORMAT_VERSION",
             Error::InvalidEncoding { .. } => "INVALID_ENCODING",
         }

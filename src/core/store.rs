@@ -63,8 +63,8 @@ use super::replacement::{replace, TokensInheritanceStrategy};
 use super::state::BandwidthState;
 use super::token_bucket as ops;
 use configurations::Configurations;
-use key_arena::KeyArena;
 pub use key_arena::MAX_KEY_BYTES;
+use key_arena::{KeyArena, KEY_SPACE_BYTES};
 use slots::{ExtraStates, PackedState, Slots};
 
 /// How a [`BucketStore`] bounds itself.
@@ -171,7 +171,8 @@ impl BucketStore {
     /// if need be. `Ok(None)`: the key needs a configuration ([`BucketStore::supply`]).
     ///
     /// # Errors
-    /// [`Error::NonPositiveTokens`], [`Error::KeyTooLong`]; nothing changes.
+    /// [`Error::NonPositiveTokens`], [`Error::KeyTooLong`], [`Error::KeySpaceFull`] for a new key
+    /// when the store's keys fill 4 GiB; nothing changes.
     pub fn try_consume(&mut self, key: &[u8], tokens: i64, now: i64) -> Result<Option<bool>> {
         ops::check_tokens(tokens)?;
         self.access(key, now, |b, s| ops::try_consume(b, s, tokens, now))
@@ -210,7 +211,7 @@ impl BucketStore {
     /// Whole tokens available in `key`'s bucket; see [`BucketStore::try_consume`].
     ///
     /// # Errors
-    /// [`Error::KeyTooLong`].
+    /// [`Error::KeyTooLong`], [`Error::KeySpaceFull`].
     pub fn get_available_tokens(&mut self, key: &[u8], now: i64) -> Result<Option<i64>> {
         self.access(key, now, |b, s| Ok(ops::available(b, s, now)))
     }
@@ -220,7 +221,7 @@ impl BucketStore {
     /// A key already current is left as it is.
     ///
     /// # Errors
-    /// [`Error::KeyTooLong`]; [`Error::TokensOverflow`] when the strategy cannot carry the
+    /// [`Error::KeyTooLong`], [`Error::KeySpaceFull`]; [`Error::TokensOverflow`] when the strategy cannot carry the
     /// tokens over. Nothing changes.
     pub fn supply(&mut self, key: &[u8], configuration: &BucketConfiguration, now: i64) -> Result<()> {
         check_key(key)?;
@@ -228,10 +229,7 @@ impl BucketStore {
         let found = self.find(hash, key).filter(|&id| !self.remove_if_expired(id, now));
         let entry = self.configurations.acquire(configuration, self.version);
         let outcome = match found {
-            None => {
-                self.insert(hash, key, entry, now);
-                Ok(())
-            }
+            None => self.insert(hash, key, entry, now).map(|_| ()),
             Some(id) if self.is_outdated(id) => self.replace(id, entry, now),
             Some(_) => Ok(()),
         };
@@ -305,7 +303,7 @@ impl BucketStore {
                 None => return Ok(None),
             },
             None => match self.default {
-                Some(entry) => self.insert(hash, key, entry, now),
+                Some(entry) => self.insert(hash, key, entry, now)?,
                 None => return Ok(None),
             },
         };
@@ -363,7 +361,8 @@ impl BucketStore {
     }
 
     /// Creates `key` with configuration `entry` at `now`, evicting one key at the cap.
-    fn insert(&mut self, hash: u64, key: &[u8], entry: u32, now: i64) -> u32 {
+    fn insert(&mut self, hash: u64, key: &[u8], entry: u32, now: i64) -> Result<u32> {
+        self.make_room_for_key(key.len())?;
         self.sweep_some(now);
         if self.len >= self.max_keys {
             self.evict(now);
@@ -380,7 +379,20 @@ impl BucketStore {
             hasher.hash_one(keys.get(slot.key, slot.key_len))
         });
         self.len += 1;
-        id
+        Ok(id)
+    }
+
+    /// Key bytes are addressed in 32 bits: at 4 GiB, removed keys' bytes included, compaction
+    /// reclaims what it can, and a key that still does not fit is refused before anything changes.
+    fn make_room_for_key(&mut self, len: usize) -> Result<()> {
+        if !self.keys.has_room(len) && self.keys.has_garbage() {
+            self.compact_keys();
+        }
+        if self.keys.has_room(len) {
+            Ok(())
+        } else {
+            Err(Error::KeySpaceFull { max_bytes: KEY_SPACE_BYTES })
+        }
     }
 
     /// Gives slot `id` configuration `entry` and fresh states at `now`, or `states` if given.
@@ -444,7 +456,8 @@ impl BucketStore {
 
     /// Copies the live keys into a fresh arena, reclaiming removed keys' bytes.
     fn compact_keys(&mut self) {
-        let old = std::mem::take(&mut self.keys);
+        let empty = self.keys.emptied();
+        let old = std::mem::replace(&mut self.keys, empty);
         for id in 0..self.slots.high_water() {
             let slot = self.slots.get_mut(id);
             if slot.is_live() {
@@ -635,6 +648,26 @@ mod tests {
         store.try_consume(b"e", 1, 0).unwrap();
         store.try_consume(b"f", 1, SEC).unwrap();
         assert!(!store.contains_key(b"d") && store.contains_key(b"c"));
+    }
+
+    #[test]
+    fn a_full_key_space_refuses_new_keys_and_changes_nothing() {
+        let mut store = store(10, Some(greedy(10, 1)));
+        store.keys = KeyArena::with_max_chunks(1); // 64 KiB instead of 4 GiB
+        let big = |c: u8| vec![c; 30_000];
+        store.try_consume(&big(b'a'), 1, 0).unwrap();
+        store.try_consume(&big(b'b'), 1, 0).unwrap();
+        let refused = store.try_consume(&big(b'c'), 1, 0).unwrap_err();
+        assert_eq!(refused, Error::KeySpaceFull { max_bytes: KEY_SPACE_BYTES });
+        assert_eq!(refused.code(), "KEY_SPACE_FULL");
+        assert_eq!(store.len(), 2);
+        assert!(!store.contains_key(&big(b'c')));
+        assert_eq!(store.get_available_tokens(&big(b'a'), 0), Ok(Some(9)), "existing keys are untouched");
+        // Removed keys' bytes are reclaimed for the next key.
+        assert!(store.remove(&big(b'a')));
+        store.try_consume(&big(b'c'), 1, 0).unwrap();
+        assert!(store.contains_key(&big(b'b')) && store.contains_key(&big(b'c')));
+        assert_eq!(store.get_available_tokens(&big(b'b'), 0), Ok(Some(9)));
     }
 
     #[test]

@@ -15,21 +15,60 @@ pub const MAX_KEY_BYTES: usize = CHUNK_BYTES - 1;
 /// Where a key lives: chunk index in the high 16 bits, offset in the low 16.
 pub(crate) type KeyRef = u32;
 
-#[derive(Debug, Default)]
+/// The chunks a [`KeyRef`] can address.
+const MAX_CHUNKS: usize = 1 << 16;
+
+/// The bytes of keys an arena can hold (4 GiB), removed keys' included until compaction.
+pub const KEY_SPACE_BYTES: u64 = (MAX_CHUNKS * CHUNK_BYTES) as u64;
+
+#[derive(Debug)]
 pub(crate) struct KeyArena {
     chunks: Vec<Vec<u8>>,
     live: usize,
     garbage: usize,
+    /// [`MAX_CHUNKS`]; lower in tests, which cannot fill 4 GiB.
+    max_chunks: usize,
+}
+
+impl Default for KeyArena {
+    fn default() -> Self {
+        KeyArena::with_max_chunks(MAX_CHUNKS)
+    }
 }
 
 impl KeyArena {
-    /// Copies `key` (at most [`MAX_KEY_BYTES`]) in and returns where it went.
-    pub(crate) fn insert(&mut self, key: &[u8]) -> KeyRef {
-        debug_assert!(key.len() <= MAX_KEY_BYTES);
+    /// An empty arena that holds at most `max_chunks` chunks (at most [`MAX_CHUNKS`]).
+    pub(crate) fn with_max_chunks(max_chunks: usize) -> Self {
+        KeyArena { chunks: Vec::new(), live: 0, garbage: 0, max_chunks: max_chunks.min(MAX_CHUNKS) }
+    }
+
+    /// An empty arena with the same limit, for compaction.
+    pub(crate) fn emptied(&self) -> Self {
+        KeyArena::with_max_chunks(self.max_chunks)
+    }
+
+    /// Whether a key of `len` bytes can be inserted.
+    pub(crate) fn has_room(&self, len: usize) -> bool {
+        self.last_fits(len) || self.chunks.len() < self.max_chunks
+    }
+
+    /// Whether removed keys' bytes could be reclaimed by compaction.
+    pub(crate) fn has_garbage(&self) -> bool {
+        self.garbage > 0
+    }
+
+    fn last_fits(&self, len: usize) -> bool {
         // The offset must fit in 16 bits: a chunk that is exactly full takes no key, not even an
         // empty one (its offset would be CHUNK_BYTES, which reads as the next chunk).
-        let fits = self.chunks.last().is_some_and(|c| c.len() < CHUNK_BYTES && c.len() + key.len() <= CHUNK_BYTES);
-        if !fits {
+        self.chunks.last().is_some_and(|c| c.len() < CHUNK_BYTES && c.len() + len <= CHUNK_BYTES)
+    }
+
+    /// Copies `key` (at most [`MAX_KEY_BYTES`]) in and returns where it went. The caller checks
+    /// [`KeyArena::has_room`] first: past [`MAX_CHUNKS`] a reference would wrap to chunk 0.
+    pub(crate) fn insert(&mut self, key: &[u8]) -> KeyRef {
+        debug_assert!(key.len() <= MAX_KEY_BYTES);
+        assert!(self.has_room(key.len()), "the key arena is full; the store checks has_room first");
+        if !self.last_fits(key.len()) {
             self.chunks.push(Vec::with_capacity(CHUNK_BYTES));
         }
         let index = self.chunks.len() - 1;
