@@ -19,7 +19,7 @@ pub(crate) type KeyRef = u32;
 const MAX_CHUNKS: usize = 1 << 16;
 
 /// The bytes of keys an arena can hold (4 GiB), removed keys' included until compaction.
-pub const KEY_SPACE_BYTES: u64 = (MAX_CHUNKS * CHUNK_BYTES) as u64;
+pub const KEY_SPACE_BYTES: u64 = MAX_CHUNKS as u64 * CHUNK_BYTES as u64;
 
 #[derive(Debug)]
 pub(crate) struct KeyArena {
