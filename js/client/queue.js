@@ -133,9 +133,13 @@ export class RequestQueue {
     } while (this.#again && !this.#closed);
   }
 
-  /** Tells an entry it must wait; one that would still wait at its deadline fails now instead. */
+  /**
+   * Tells an entry it must wait; one that would still wait at its deadline fails now instead.
+   * An infinite wait is not known to be long (a probe's answer, a free concurrency slot): such
+   * an entry waits, and the request's own deadline timer ends it if nothing changes.
+   */
   #hold(entry, grant, now) {
-    if (now + grant.wait > entry.deadline) {
+    if (Number.isFinite(grant.wait) && now + grant.wait > entry.deadline) {
       this.remove(entry);
       entry.timedOut();
       return false;

@@ -67,6 +67,16 @@ test('a request that cannot go before its timeout fails with TIMEOUT as soon as 
   assert.equal(client.stats().dropped, 1);
 });
 
+test('with a timeout, requests behind the first probe of a new server wait for its answer', async (t) => {
+  const server = await withServer(t, { capacity: 5, window: 60 });
+  const client = createClient({ share: false, timeout: 30_000 });
+  t.after(() => client.close());
+  const urls = ['a', 'b', 'c'].map((p) => `${server.url}/api/${p}`);
+  const responses = await Promise.all(urls.map((url) => client(url)));
+  assert.deepEqual(responses.map((r) => r.status), [200, 200, 200]);
+  assert.equal(client.stats().dropped, 0);
+});
+
 test('the timeout also bounds a request in flight', async (t) => {
   const server = await withServer(t, { capacity: 5, window: 1 });
   const slow = (request, init) => new Promise((resolve, reject) => {
