@@ -221,8 +221,8 @@ impl BucketStore {
     /// A key already current is left as it is.
     ///
     /// # Errors
-    /// [`Error::KeyTooLong`], [`Error::KeySpaceFull`]; [`Error::TokensOverflow`] when the strategy cannot carry the
-    /// tokens over. Nothing changes.
+    /// [`Error::KeyTooLong`], [`Error::KeySpaceFull`]; [`Error::TokensOverflow`] when the
+    /// strategy cannot carry the tokens over. Nothing changes.
     pub fn supply(&mut self, key: &[u8], configuration: &BucketConfiguration, now: i64) -> Result<()> {
         check_key(key)?;
         let hash = self.hasher.hash_one(key);
