@@ -3,13 +3,17 @@
 //
 // AIMD, as TCP does: the first 429 sets the rate to 90 % of the success rate measured over the
 // last seconds; each further 429 multiplies it by 0.75; every second without a 429 (after a
-// 2 s calm) raises it by 5 %, probing for room. The rate becomes an edgebucket bucket (a burst
-// of one second's worth), emptied at each 429 because the server has just said it is empty.
+// 2 s calm) raises it by 5 %, probing for room, but only while requests use at least half the
+// rate: a rate nobody sends at proves nothing, and would otherwise grow without bound (as TCP
+// does not grow an unused window, RFC 7661). The rate becomes an edgebucket bucket (a burst of
+// one second's worth), emptied at each 429 because the server has just said it is empty.
 
 import { learnedConfiguration, configurationKey } from './policies.js';
 
 /** Slowest rate learned: one request a minute. */
 export const MIN_RATE = 1 / 60;
+/** Fastest rate learned: a million requests a second (the engine allows up to 10^9). */
+export const MAX_RATE = 1e6;
 /** Rate assumed when a 429 comes before any success could be timed. */
 const FIRST_GUESS = 1;
 const DECREASE = 0.75;
@@ -17,6 +21,8 @@ const INCREASE = 1.05;
 const MEASURE_OVER = 10_000;
 const CALM = 2_000;
 const MAX_BACKOFF = 30_000;
+/** Successes remembered, for measuring the rate. */
+const REMEMBERED = 256;
 
 export class Learner {
   #makeBucket;
@@ -39,9 +45,10 @@ export class Learner {
   success(now) {
     this.#strikes = 0;
     this.#successes.push(now);
-    if (this.#successes.length > 256) this.#successes.shift();
+    if (this.#successes.length > REMEMBERED) this.#successes.shift();
     if (this.rate === undefined || now - this.#last429 < CALM || now - this.#lastIncrease < 1000) return;
     this.#lastIncrease = now;
+    if (2 * this.#successRate(now, 1000) < this.rate) return;
     this.#setRate(this.rate * INCREASE);
   }
 
@@ -67,11 +74,18 @@ export class Learner {
 
   /** Starts from a rate another context learned. */
   adopt(rate) {
-    this.#setRate(rate);
+    if (typeof rate === 'number' && rate > 0) this.#setRate(rate);
+  }
+
+  /** Successes per second over the last `over` ms, or over what is remembered if that is shorter. */
+  #successRate(now, over) {
+    const recent = this.#successes.filter((t) => t > now - over);
+    const span = recent.length === REMEMBERED ? now - recent[0] : over;
+    return span > 0 ? (recent.length * 1000) / span : Infinity;
   }
 
   #setRate(rate) {
-    this.rate = Math.max(rate, MIN_RATE);
+    this.rate = Math.min(Math.max(rate, MIN_RATE), MAX_RATE);
     const configuration = learnedConfiguration(this.rate);
     const key = configurationKey(configuration);
     if (key === this.#key) return;

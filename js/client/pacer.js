@@ -225,7 +225,7 @@ export class Pacer {
   #consume(limit, demand, record) {
     const id = record.ticket.id;
     if (limit.unit === CONCURRENCY_UNIT) {
-      limit.inflight.set(id, { mark: 0, cost: 0 });
+      limit.inflight.set(id, { mark: 0, cost: 0, overlap: 0 });
       record.entries.push({ limit, mark: 0 });
       return;
     }
@@ -234,7 +234,7 @@ export class Pacer {
     if (limit.bucket !== null && !limit.bucket.tryConsume(cost)) limit.bucket.consumeIgnoringRateLimits(cost);
     if (limit.allowance !== null) limit.allowance.remaining -= cost;
     limit.dispatched += cost;
-    limit.inflight.set(id, { mark: limit.dispatched, cost });
+    limit.inflight.set(id, { mark: limit.dispatched, cost, overlap: 0 });
     record.entries.push({ limit, mark: limit.dispatched });
   }
 
@@ -300,27 +300,28 @@ export class Pacer {
   }
 
   /**
-   * Sets the bucket to what the server's `r` implies now. `r` was counted when the server
-   * handled this request; every request sent after it, and every earlier one still unanswered,
-   * may not have been counted yet, so they are subtracted: the estimate never exceeds the truth.
-   * Returns the estimate.
+   * Sets the bucket to what the server's `r` implies now, never above the truth (docs/client.md,
+   * "Corrections"). `r` was counted when the server handled this request. Requests sent after it,
+   * and earlier ones still unanswered, may not have been counted yet: subtracting them gives the
+   * likely level. Earlier requests answered meanwhile (`overlap`) were probably counted, but the
+   * server may have handled them after this one: subtracting those too gives a sure lower bound.
+   * The likely level is trusted only as far as the local bucket, which was itself never above the
+   * truth; the sure one always. Returns the estimate.
    */
   #correct(limit, record, remaining) {
-    const mine = record?.entries.find((entry) => entry.limit === limit);
-    let others = 0;
-    if (mine) {
-      others = limit.dispatched - mine.mark;
-      for (const [id, entry] of limit.inflight) {
-        if (id !== record.ticket.id && entry.mark < mine.mark) others += entry.cost;
-      }
-    } else {
-      for (const entry of limit.inflight.values()) others += entry.cost;
+    const mine = record === undefined ? undefined : limit.inflight.get(record.ticket.id);
+    let unseen = mine ? limit.dispatched - mine.mark : 0;
+    for (const [id, entry] of limit.inflight) {
+      if (!mine || (id !== record.ticket.id && entry.mark < mine.mark)) unseen += entry.cost;
     }
-    const estimate = Math.min(remaining - others, limit.quota ?? Infinity);
+    const quota = limit.quota ?? Infinity;
+    const likely = Math.min(remaining - unseen, quota);
+    const sure = Math.min(likely - (mine?.overlap ?? 0), quota);
+    if (limit.bucket === null) return likely;
+    const level = Number(limit.bucket.getAvailableTokens());
+    const estimate = Math.max(sure, Math.min(level, likely));
     // Equal whole tokens: keep the bucket, and the fraction of a token it has refilled since.
-    if (limit.bucket !== null && estimate !== Number(limit.bucket.getAvailableTokens())) {
-      setLevel(limit.bucket, estimate, limit.quota);
-    }
+    if (estimate !== level) setLevel(limit.bucket, estimate, limit.quota);
     return estimate;
   }
 
@@ -406,7 +407,7 @@ export class Pacer {
 
   #forget(ticket, record) {
     if (record) {
-      for (const { limit } of record.entries) limit.inflight.delete(ticket.id);
+      for (const { limit } of record.entries) settle(limit, ticket.id);
       this.#tickets.delete(ticket.id);
     }
     const scope = this.#scopes.get(ticket.scope);
@@ -421,6 +422,17 @@ export class Pacer {
       this.#forget(record.ticket, record);
     }
   }
+}
+
+/**
+ * A request leaves a limit's in-flight set. Requests sent after it and still out record its cost
+ * as overlap: the server may have counted it before or after them, whichever answers first.
+ */
+function settle(limit, id) {
+  const { mark, cost } = limit.inflight.get(id) ?? {};
+  limit.inflight.delete(id);
+  if (!(cost > 0)) return;
+  for (const entry of limit.inflight.values()) if (entry.mark > mark) entry.overlap += cost;
 }
 
 /** Nanoseconds until `tokens` are there, as a number (Infinity if never). */

@@ -37,6 +37,17 @@ function learn(pacer, headers, status = 200, d = demand()) {
   pacer.observe(grant.ticket, status, seen(headers));
 }
 
+/** A seeded PRNG, so a failing case can be replayed. */
+function mulberry32(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 const available = (pacer, policy) => pacer.snapshot().limits.find((l) => l.policy === policy).available;
 
 test('one probe goes first; a server without limits is then not paced', () => {
@@ -92,6 +103,56 @@ test('corrections subtract requests the server may not have counted yet, so they
   assert.equal(available(pacer, 'b'), 6, 'A: B and C sent after it: 8 - 2');
   pacer.observe(c, 200, seen({ ratelimit: '"b";r=6' }));
   assert.equal(available(pacer, 'b'), 6);
+});
+
+test('a server that handles requests in another order than they were sent never makes the estimate overshoot', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=10;w=1000', ratelimit: '"b";r=9' });
+  const [e, x] = [pacer.acquire(demand()), pacer.acquire(demand())].map((g) => g.ticket);
+  // The server handled X first (r = 8), then E (r = 7): the truth is 7. E's answer comes first.
+  pacer.observe(e, 200, seen({ ratelimit: '"b";r=7' }));
+  assert.equal(available(pacer, 'b'), 6, 'E: X sent after it, maybe not counted: 7 - 1');
+  pacer.observe(x, 200, seen({ ratelimit: '"b";r=8' }));
+  assert.equal(available(pacer, 'b'), 7, 'X: E was answered during its flight and may have come after it');
+});
+
+test('random handling and answering orders: the estimate is never above the server\'s count', () => {
+  for (let seed = 1; seed <= 300; seed++) {
+    const random = mulberry32(seed);
+    const { pacer } = setup();
+    const quota = 1 + Math.floor(random() * 20);
+    let truth = quota - 1;
+    const policy = `"b";q=${quota};w=2592000`; // 30 days: no refill within the run
+    learn(pacer, { 'ratelimit-policy': policy, ratelimit: `"b";r=${truth}` });
+    const sent = [];
+    const handled = [];
+    for (let step = 0; step < 200; step++) {
+      const roll = random();
+      if (roll < 0.4) {
+        const grant = pacer.acquire(demand());
+        if (grant.ok) sent.push(grant.ticket);
+      } else if (roll < 0.7 && sent.length > 0) {
+        const [ticket] = sent.splice(Math.floor(random() * sent.length), 1);
+        const ok = truth > 0;
+        if (ok) truth -= 1;
+        handled.push({ ticket, status: ok ? 200 : 429, headers: { ratelimit: `"b";r=${truth}` } });
+      } else if (handled.length > 0) {
+        const [answer] = handled.splice(Math.floor(random() * handled.length), 1);
+        pacer.observe(answer.ticket, answer.status, seen(answer.headers));
+        const estimate = available(pacer, 'b');
+        assert.ok(estimate <= truth, `seed ${seed}, step ${step}: estimate ${estimate} above the server's ${truth}`);
+      }
+    }
+  }
+});
+
+test('answers in the order the server handled them leave the estimate exact once all are in', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=20;w=2592000', ratelimit: '"b";r=19' });
+  let truth = 19;
+  const tickets = drain(pacer, demand(), 6).tickets;
+  for (const ticket of tickets) pacer.observe(ticket, 200, seen({ ratelimit: `"b";r=${--truth}` }));
+  assert.equal(available(pacer, 'b'), truth);
 });
 
 test('Retry-After blocks the scope and takes precedence over t', () => {
@@ -268,6 +329,34 @@ test('the learner probes upward after a calm, 5 % a second', () => {
   }
   const raised = pacer.snapshot().scopes[0].learnedRate;
   assert.ok(Math.abs(raised - 1.05 ** 5) < 1e-9, `five increases after the 2 s calm, got ${raised}`);
+});
+
+test('the learned rate grows only while requests use it, so a long calm cannot make it unbounded', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, {});
+  clock.t += 1000;
+  pacer.observe(pacer.acquire(demand()).ticket, 429, seen({}));
+  // An hour of one request a second, each a success: the rate grows to twice that (one 5 % step
+  // past it at most), no further.
+  for (let i = 0; i < 3600; i++) {
+    clock.t += 1000;
+    const grant = pacer.acquire(demand());
+    assert.equal(grant.ok, true);
+    pacer.observe(grant.ticket, 200, seen({}));
+  }
+  const rate = pacer.snapshot().scopes[0].learnedRate;
+  assert.ok(rate >= 2 && rate <= 2 * 1.05, `about twice the 1/s in use, got ${rate}`);
+});
+
+test('a learned rate is bounded however fast the successes before the first 429 were', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, {});
+  for (let i = 0; i < 10; i++) pacer.observe(pacer.acquire(demand()).ticket, 200, seen({}));
+  clock.t += 1e-6;
+  pacer.observe(pacer.acquire(demand()).ticket, 429, seen({}));
+  assert.equal(pacer.snapshot().scopes[0].learnedRate, 1e6);
+  clock.t += 1;
+  assert.equal(pacer.acquire(demand()).ok, true);
 });
 
 test('a ticket never handed back stops counting as in flight after ticketTtl', () => {
