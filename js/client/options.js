@@ -130,7 +130,7 @@ export function clientOptions(options = {}) {
     // A bare global fetch called as a method of another object throws "Illegal invocation".
     fetch: options.fetch ?? fetch.bind(globalThis),
     concurrency: positiveInteger(options.concurrency ?? 8, 'concurrency', { infinity: true }),
-    maxQueue: positiveInteger(options.maxQueue ?? 1000, 'maxQueue', { infinity: true, zero: true }),
+    maxQueue: positiveInteger(options.maxQueue ?? 1000, 'maxQueue', { infinity: true }),
     timeout: timeout(options.timeout, 'timeout'),
     retry: retryOptions(options.retry),
     jitter,

@@ -5,6 +5,8 @@
 // tab leader), which answers go-with-a-ticket or wait-so-long. A request told to wait holds back
 // the lower-priority requests of its scope, so a scope's order is kept while other scopes go on.
 
+import { after } from './timers.js';
+
 /**
  * A request in the queue. The queue sets nothing on it but reads these.
  *
@@ -26,7 +28,7 @@ export class RequestQueue {
   #release;
   #now;
   #running = 0;
-  #timer = null;
+  #cancelWake = null;
   #pumping = false;
   #again = false;
   #closed = false;
@@ -73,13 +75,15 @@ export class RequestQueue {
     const index = this.#entries.indexOf(entry);
     if (index < 0) return false;
     this.#entries.splice(index, 1);
+    // Nothing left to wake for: an armed timer would keep a Node process alive for nothing.
+    if (this.#entries.length === 0) this.#wakeAt(Infinity);
     return true;
   }
 
   /** Empties the queue and returns what was waiting. */
   close() {
     this.#closed = true;
-    clearTimeout(this.#timer);
+    this.#wakeAt(Infinity);
     return this.#entries.splice(0);
   }
 
@@ -160,10 +164,10 @@ export class RequestQueue {
   }
 
   #wakeAt(time) {
-    clearTimeout(this.#timer);
-    this.#timer = null;
+    this.#cancelWake?.();
+    this.#cancelWake = null;
     if (!Number.isFinite(time) || this.#closed) return;
-    this.#timer = setTimeout(() => this.pump(), Math.max(0, time - this.#now()));
+    this.#cancelWake = after(time - this.#now(), () => this.pump());
   }
 }
 

@@ -11,7 +11,9 @@
 // - The leader sends its model (`state`) every second and when it closes; a new leader adopts the
 //   last one it heard (levels rounded down), or starts empty and probes. Tickets carry the
 //   issuing pacer's id, so a new leader never confuses them with its own.
-// Without Web Locks or BroadcastChannel (Node, old browsers), each context paces alone.
+// Without Web Locks or BroadcastChannel (Node before 24.5, old browsers), each context paces
+// alone. Node 24.5+ has both: a process's worker threads share, and neither the channel nor the
+// heartbeat keeps the process alive (a waiting request's own timer does).
 
 const ANSWER_WITHIN = 250;
 const ASK_AGAIN = 50;
@@ -31,6 +33,7 @@ export function canShare() {
  */
 export function sharedPacer(name, makePacer) {
   const channel = new BroadcastChannel(`edgebucket:${name}`);
+  channel.unref?.(); // Node: an open channel alone must not keep the process running
   const me = Math.random().toString(36).slice(2);
   const pending = new Map();
   const listeners = new Set();
@@ -61,6 +64,7 @@ export function sharedPacer(name, makePacer) {
       post({ type: 'leader' });
       changed();
       heartbeat = setInterval(() => post({ type: 'state', state: leader.export() }), STATE_EVERY);
+      heartbeat.unref?.();
       return new Promise((resolve) => {
         stepDown = resolve;
       });

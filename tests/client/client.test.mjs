@@ -7,6 +7,8 @@ import { createClient, EdgeBucketError } from 'edgebucket/client';
 import { EdgeBucketError as PackageError } from 'edgebucket';
 import { startServer } from './server.mjs';
 import { offer } from './load.mjs';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { devImport } from './helpers.mjs';
 
 async function withServer(t, options) {
@@ -20,6 +22,7 @@ test('bad options are EdgeBucketErrors with code INVALID_ARGUMENT, the package\'
     [{ concurency: 2 }, /no option "concurency"/],
     [{ concurrency: 0 }, /concurrency must be a positive integer or Infinity, got 0/],
     [{ maxQueue: -1 }, /maxQueue/],
+    [{ maxQueue: 0 }, /maxQueue must be a positive integer or Infinity, got 0/],
     [{ timeout: 'soon' }, /timeout/],
     [{ retry: { limit: 1.5 } }, /retry.limit/],
     [{ retry: { tries: 3 } }, /retry has no option "tries"/],
@@ -103,6 +106,79 @@ test('an AbortSignal takes a request out of the queue with the signal\'s reason'
   assert.equal(client.stats().queued, 0);
   await assert.rejects(client(`${server.url}/api/c`, { signal: AbortSignal.abort() }), { name: 'AbortError' });
 });
+
+test('a 429 answered after the client closed or the request was aborted is not retried: the request ends at once', { timeout: 15_000 }, async (t) => {
+  const ends = [
+    ['close', (client) => client.close(), { code: 'CLOSED' }],
+    ['abort', (_, controller) => controller.abort(), { name: 'AbortError' }],
+  ];
+  for (const [why, end, expected] of ends) {
+    // 429s carry only Retry-After (2 s). The request ends while its 429 is on the way back.
+    const server = await withServer(t, { capacity: 1, window: 2, dialect: 'retry-after-only' });
+    const controller = new AbortController();
+    const fetchThenEnd = async (request, init) => {
+      const response = await fetch(request, init);
+      if (response.status === 429) end(client, controller);
+      return response;
+    };
+    const client = createClient({ share: false, fetch: fetchThenEnd });
+    t.after(() => client.close());
+    await client(`${server.url}/api/probe`);
+    const started = Date.now();
+    await assert.rejects(client(`${server.url}/api/b`, { signal: controller.signal }), expected, why);
+    assert.ok(Date.now() - started < 1500, `${why}: ended at once, not after the Retry-After`);
+    assert.equal(client.stats().rateLimited, 1, why);
+  }
+});
+
+test('waits and timeouts longer than setTimeout\'s 24.8 days are neither cut short nor spun on', async (t) => {
+  const server = await withServer(t, { capacity: 1, window: 30 * 86_400 });
+  let reads = 0;
+  const client = createClient({ share: false, timeout: 2 ** 31 + 1000, clock: () => (reads++, performance.now()) });
+  t.after(() => client.close());
+  assert.equal((await client(`${server.url}/api/a`)).status, 200, 'a timeout past 2^31 ms does not fire at once');
+  // The next token is 30 days away (past this client's timeout, so this request has none): it
+  // waits, and the queue sleeps until then.
+  const controller = new AbortController();
+  const waiting = client(`${server.url}/api/b`, { signal: controller.signal, edgebucket: { timeout: false } });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const before = reads;
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.ok(reads - before < 5, `the queue woke ${reads - before} times in 300 ms`);
+  controller.abort();
+  await assert.rejects(waiting, { name: 'AbortError' });
+});
+
+test('a hook that throws is reported and the request it observed goes on', async (t) => {
+  const server = await withServer(t, { capacity: 5, window: 1 });
+  const reported = [];
+  const original = console.error;
+  console.error = (...args) => reported.push(args);
+  t.after(() => {
+    console.error = original;
+  });
+  const client = createClient({ share: false, hooks: { paced: () => { throw new Error('a bug in a hook'); } } });
+  t.after(() => client.close());
+  const responses = await Promise.all([client(`${server.url}/api/a`), client(`${server.url}/api/b`)]);
+  assert.deepEqual(responses.map((r) => r.status), [200, 200]);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  console.error = original;
+  assert.equal(reported.length, 1, 'the second request was paced behind the probe');
+  assert.equal(reported[0][1].message, 'a bug in a hook');
+});
+
+// Node 24 has Web Locks, so sharing is on by default there (EDGEBUCKET_NODE24: tests/client/run.sh).
+const runtimes = [['this Node', process.execPath], ['Node 24', process.env.EDGEBUCKET_NODE24]];
+for (const [name, node] of runtimes) {
+  test(`${name}: a process that used the client and aborted a waiting request exits without close()`, { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
+    const child = spawnSync(node, [fileURLToPath(new URL('./idle-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 10_000 });
+    assert.equal(child.signal, null, `still running after 10 s: ${child.stdout}${child.stderr}`);
+    assert.equal(child.status, 0, child.stderr);
+    const { outcome, webLocks } = JSON.parse(child.stdout);
+    assert.equal(outcome, 'AbortError');
+    if (name === 'Node 24') assert.equal(webLocks, true, 'the case where sharing is on');
+  });
+}
 
 test('priorities: a higher priority goes first, ties in arrival order', async (t) => {
   const server = await withServer(t, { capacity: 1, window: 1 });

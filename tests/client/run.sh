@@ -16,6 +16,9 @@ trap 'rm -rf "$scratch"' EXIT
 mkdir "$scratch/client"
 cp tests/client/*.mjs "$scratch/client/"
 export EDGEBUCKET_REPO="$PWD"
+# Node 24 for the process-exit test, where scripts/tools.sh node24 put it (skipped without it).
+node24=$(ls target/node-*/package/bin/node 2>/dev/null | tail -1 || true)
+if [ -n "$node24" ]; then export EDGEBUCKET_NODE24="$PWD/$node24"; fi
 if [ "$mode" = bench ]; then
   node "$scratch/client/bench.mjs"
 else

@@ -137,12 +137,15 @@ test('bad arguments throw EdgeBucketError and change nothing', () => {
     [() => store.estimateAbilityToConsume('k', 0), 'NON_POSITIVE_TOKENS'],
     [() => store.configure({ configuration: limit(1, 1), strategy: 'SOMETIMES' }), 'INVALID_ARGUMENT'],
     [() => store.configure({ configuration: {} }), 'INVALID_ARGUMENT'],
+    [() => store.configure(), 'INVALID_ARGUMENT'],
+    [() => store.configure(null), 'INVALID_ARGUMENT'],
     [() => store.configure({ configuration: limit(1, 1), version: -1 }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({ configuration: limit(1, 1), maxKeys: 0 }), 'INVALID_CONFIGURATION'],
     [() => new BucketStore({ configuration: limit(1, 1), maxKeys: 1.5 }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({ configuration: limit(1, 1), idleGrace: 'soon' }), 'INVALID_DURATION'],
     [() => new BucketStore({ configuration: limit(1, 1), clock: 'sundial' }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({}), 'INVALID_ARGUMENT'],
+    [() => new BucketStore(), 'INVALID_ARGUMENT'],
   ];
   for (const [operation, code] of cases) {
     assert.throws(operation, (e) => e instanceof EdgeBucketError && e.code === code, `${operation} → ${code}`);
