@@ -110,7 +110,9 @@ pub fn method_not_allowed(allowed: &[&str]) -> ApiError {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ConsumeBody {
     policy: String,
-    tokens: Option<Value>,
+    /// Absent is 1; `null` is not a number of tokens (an error, like any other non-number).
+    #[serde(default = "one_token")]
+    tokens: Value,
     #[serde(default)]
     mode: Mode,
 }
@@ -119,7 +121,9 @@ struct ConsumeBody {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ReserveBody {
     policy: String,
-    tokens: Option<Value>,
+    /// Absent is 1; `null` is not a number of tokens (an error, like any other non-number).
+    #[serde(default = "one_token")]
+    tokens: Value,
     max_wait: DurationSpec,
 }
 
@@ -165,8 +169,11 @@ fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_value(value).map_err(|e| ApiError::bad_request("INVALID_REQUEST", e.to_string()))
 }
 
-fn tokens(value: Option<Value>) -> Result<i64, ApiError> {
-    let Some(value) = value else { return Ok(1) };
+fn one_token() -> Value {
+    Value::from(1)
+}
+
+fn tokens(value: Value) -> Result<i64, ApiError> {
     match value.as_i64() {
         Some(tokens) if tokens <= 0 => Err(crate::Error::NonPositiveTokens { tokens }.into()),
         Some(tokens) => Ok(tokens),
@@ -326,6 +333,7 @@ mod tests {
         assert_eq!(code("[1]"), "INVALID_JSON");
         assert_eq!(code(r#"{"tokens":1}"#), "INVALID_REQUEST");
         assert_eq!(code(r#"{"policy":"p","extra":1}"#), "INVALID_REQUEST");
+        assert_eq!(code(r#"{"policy":"p","tokens":null}"#), "INVALID_TOKENS");
         assert_eq!(code(r#"{"policy":"p","mode":"maybe"}"#), "INVALID_REQUEST");
         assert_eq!(code(r#"{"policy":"p","tokens":0}"#), "NON_POSITIVE_TOKENS");
         assert_eq!(code(r#"{"policy":"p","tokens":-3}"#), "NON_POSITIVE_TOKENS");

@@ -62,6 +62,7 @@ impl Held {
 /// 400 for bad arguments (core codes, `UNKNOWN_POLICY`, `TOKENS_EXCEED_CAPACITY`), 404
 /// `BUCKET_NOT_FOUND`, 409 `POLICY_MISMATCH`.
 pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, now: i64) -> Result<Effect, ApiError> {
+    let existed = held.is_some();
     let (allowed, wait, changed) = match command {
         Command::Consume { policy, tokens, mode } => {
             under_policy(held, lookup(policies, policy)?, now, |bucket| consume(bucket, *tokens, *mode, now))?
@@ -88,12 +89,24 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
         }
         Command::Delete => return Err(ApiError::internal("delete is handled by the store")),
     };
-    let held = held.as_ref().expect("every command that succeeds leaves a bucket");
-    Ok(Effect { outcome: outcome(held, command.cost(), allowed, wait, now)?, changed })
+    let outcome = outcome(
+        held.as_ref().expect("every command that succeeds leaves a bucket"),
+        command.cost(),
+        allowed,
+        wait,
+        now,
+    )?;
+    if !existed && !changed {
+        // Created only to answer (an estimate, a refused reservation): nothing moved, so it is
+        // not kept. Nothing is written and the key stays unknown, as if never asked about.
+        *held = None;
+    }
+    Ok(Effect { outcome, changed })
 }
 
 /// Runs `operation` on the bucket under `policy` (created or replaced first if need be) and
-/// returns (allowed, wait, changed). If the operation fails, a creation or replacement is undone.
+/// returns (allowed, wait, changed): changed when tokens moved or the configuration was replaced
+/// (a creation alone is not a change). If the operation fails, a creation or replacement is undone.
 fn under_policy(
     held: &mut Option<Held>,
     policy: &Policy,
@@ -102,7 +115,7 @@ fn under_policy(
 ) -> Result<(bool, i64, bool), ApiError> {
     let undo = prepare(held, policy, now)?;
     match operation(&mut held.as_mut().expect("prepared").bucket) {
-        Ok((allowed, wait, moved)) => Ok((allowed, wait, moved || undo.is_some())),
+        Ok((allowed, wait, moved)) => Ok((allowed, wait, moved || matches!(undo, Some(Some(_))))),
         Err(error) => {
             if let Some(before) = undo {
                 *held = before;
@@ -300,6 +313,18 @@ mod tests {
         assert!(debt.changed && debt.outcome.allowed);
         assert_eq!(debt.outcome.bandwidths[0].available, -2);
         assert_eq!(debt.outcome.remaining(), 0);
+    }
+
+    #[test]
+    fn an_estimate_on_an_unknown_key_answers_as_a_fresh_bucket_and_keeps_nothing() {
+        let p = policies(1, 5);
+        let mut held = None;
+        let estimate = apply(&mut held, &consume(5, Mode::Estimate), &p, T0).unwrap();
+        assert!(!estimate.changed && estimate.outcome.allowed);
+        assert_eq!(estimate.outcome.bandwidths[0].available, 5);
+        assert_eq!(held, None, "nothing to write, and the key stays unknown");
+        assert!(apply(&mut held, &consume(1, Mode::Try), &p, T0).unwrap().changed);
+        assert!(held.is_some());
     }
 
     #[test]

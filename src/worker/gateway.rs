@@ -50,7 +50,7 @@ pub async fn handle(req: &Incoming, env: &Env, settings: &Settings, started: f64
         Ok(outcome) => outcome,
         Err(error) => {
             line.emit(verdict.fallback, Some(error), verdict.failure.as_deref(), settings.log_decisions);
-            return respond::problem(error);
+            return respond::decision_problem(error, verdict.fallback);
         }
     };
     let policy = settings.policies.get(&route.policy);
@@ -61,8 +61,12 @@ pub async fn handle(req: &Incoming, env: &Env, settings: &Settings, started: f64
         verdict.failure.as_deref(),
         settings.log_decisions,
     );
-    let context =
-        Context { legacy: policy.is_some_and(|p| p.legacy_headers), fallback: verdict.fallback, shadow_rejected };
+    let context = Context {
+        legacy: policy.is_some_and(|p| p.legacy_headers),
+        fallback: verdict.fallback,
+        shadow_rejected,
+        estimate: false,
+    };
     let headers = headers::for_outcome(outcome, context);
     if outcome.allowed || shadow_rejected {
         return forward(req, settings, &headers).await;
@@ -88,6 +92,11 @@ async fn forward(req: &Incoming, settings: &Settings, extra: &[(&str, String)]) 
         }
     };
     let status = response.status_code();
+    if status == 101 {
+        // A WebSocket upgrade: a 101 cannot be rebuilt (the Response constructor refuses it) and
+        // carries the socket, so it goes back as the origin sent it, without rate-limit headers.
+        return Ok(response);
+    }
     let headers = respond::mutable_copy(response.headers())?;
     for (name, value) in extra {
         if *name == "Access-Control-Expose-Headers" {
@@ -100,14 +109,16 @@ async fn forward(req: &Incoming, settings: &Settings, extra: &[(&str, String)]) 
     Ok(Response::builder().with_status(status).with_headers(headers).body(body))
 }
 
-/// The same request aimed at `target`: method, headers (less `Host`) and body stream.
+/// The same request aimed at `target`: method, headers (less `Host`) and body stream. A GET or
+/// HEAD body (which HTTP gives no meaning and fetch refuses to send) is dropped.
 fn upstream_request(inner: &web_sys::Request, target: &str) -> worker::Result<web_sys::Request> {
     let headers = web_sys::Headers::new_with_headers(&inner.headers())?;
     headers.delete("Host")?;
     let init = web_sys::RequestInit::new();
-    init.set_method(&inner.method());
+    let method = inner.method();
+    init.set_method(&method);
     init.set_headers(&headers);
-    if let Some(body) = inner.body() {
+    if let Some(body) = inner.body().filter(|_| method != "GET" && method != "HEAD") {
         init.set_body(&body);
     }
     init.set_redirect(web_sys::RequestRedirect::Manual);

@@ -26,6 +26,8 @@ pub struct Context {
     pub fallback: Option<FailureMode>,
     /// Shadow mode admitted a rejection: `EdgeBucket-Shadow: rejected`, and no `Retry-After`.
     pub shadow_rejected: bool,
+    /// An estimate, answered 200 whatever it found: no `Retry-After`, which belongs to rejections.
+    pub estimate: bool,
 }
 
 /// The headers for `outcome`. Failing open there is no bucket state: only `RateLimit-Policy`.
@@ -37,7 +39,7 @@ pub fn for_outcome(outcome: &Outcome, context: Context) -> Vec<(&'static str, St
             headers.extend(legacy_fields(&outcome.bandwidths));
         }
     }
-    if !outcome.allowed && !context.shadow_rejected {
+    if !outcome.allowed && !context.shadow_rejected && !context.estimate {
         if let Some(seconds) = retry_after(outcome) {
             headers.push(("Retry-After", seconds.to_string()));
         }
@@ -149,6 +151,9 @@ mod tests {
         let shadow = for_outcome(&exact, Context { shadow_rejected: true, ..Context::default() });
         assert!(shadow.contains(&("EdgeBucket-Shadow", "rejected".into())));
         assert!(!shadow.iter().any(|(name, _)| *name == "Retry-After"), "shadow mode never rejects");
+        let estimate = for_outcome(&exact, Context { estimate: true, ..Context::default() });
+        assert!(!estimate.iter().any(|(name, _)| *name == "Retry-After"), "an estimate is a 200");
+        assert!(estimate.contains(&("RateLimit", r#""b";r=0;t=3"#.into())));
     }
 
     #[test]

@@ -40,13 +40,32 @@ impl Incoming {
         self.raw.headers().get(name).ok().flatten()
     }
 
-    /// The whole body.
+    /// The body read chunk by chunk, or `None` as soon as it passes `limit` bytes: a body of
+    /// unannounced length (chunked) is refused without being held in memory whole.
     ///
     /// # Errors
     /// When the body cannot be read.
-    pub async fn bytes(&self) -> worker::Result<Vec<u8>> {
-        let buffer = JsFuture::from(self.raw.array_buffer()?).await?;
-        Ok(js_sys::Uint8Array::new(buffer.unchecked_ref()).to_vec())
+    pub async fn bytes_up_to(&self, limit: usize) -> worker::Result<Option<Vec<u8>>> {
+        let Some(stream) = self.raw.body() else {
+            return Ok(Some(Vec::new()));
+        };
+        let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+        let mut body = Vec::new();
+        loop {
+            let chunk = JsFuture::from(reader.read()).await?;
+            if js_sys::Reflect::get(&chunk, &"done".into())?.is_truthy() {
+                return Ok(Some(body));
+            }
+            let bytes: js_sys::Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())?.unchecked_into();
+            let start = body.len();
+            if start + bytes.length() as usize > limit {
+                // The rest is not wanted; the promise only says when cancelling is done.
+                let _ = reader.cancel();
+                return Ok(None);
+            }
+            body.resize(start + bytes.length() as usize, 0);
+            bytes.copy_to(&mut body[start..]);
+        }
     }
 
     /// The runtime's request, to forward.

@@ -4,6 +4,8 @@ use serde::Serialize;
 use worker::{Headers, Response};
 
 use super::errors::ApiError;
+use super::failure::FailureMode;
+use super::headers::EXPOSED;
 
 /// A JSON response with `status` and already serialized `body`.
 ///
@@ -33,6 +35,18 @@ pub fn problem(error: &ApiError) -> worker::Result<Response> {
         405 => vec![("Allow", error.message.trim_start_matches("allowed: ").to_owned())],
         _ => Vec::new(),
     };
+    problem_with(error.status, error.body(), &extra)
+}
+
+/// A decision's error. One that a failure mode produced (fail-closed) says so in
+/// `EdgeBucket-Fallback`, as every fallback does.
+///
+/// # Errors
+/// Only if the runtime refuses the headers.
+pub fn decision_problem(error: &ApiError, fallback: Option<FailureMode>) -> worker::Result<Response> {
+    let Some(mode) = fallback else { return problem(error) };
+    let extra =
+        [("EdgeBucket-Fallback", mode.label().to_owned()), ("Access-Control-Expose-Headers", EXPOSED.to_owned())];
     problem_with(error.status, error.body(), &extra)
 }
 

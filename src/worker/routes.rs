@@ -10,8 +10,8 @@
 //! A pattern is a path of segments: a literal, `:name` (any one segment, captured), `*` (any one
 //! segment) or, last, `**` (any rest, also none). Key sources: `{"source": "ip"}`
 //! (`CF-Connecting-IP`), `{"source": "header", "name": …}`, `{"source": "apiKey", "header": …}`
-//! (default `X-API-Key`; `Authorization` drops a `Bearer ` prefix; the key is hashed),
-//! `{"source": "segment", "name": …}` and `{"source": "constant", "value": …}`.
+//! (default `X-API-Key`; a `Bearer` scheme in any case and surrounding spaces are dropped; the
+//! key is hashed), `{"source": "segment", "name": …}` and `{"source": "constant", "value": …}`.
 
 use percent_encoding::percent_decode_str;
 use serde::Deserialize;
@@ -217,7 +217,7 @@ pub fn bucket_key(
         KeySource::ApiKey { header: name } => {
             let raw = header(name)
                 .ok_or_else(|| ApiError::new(401, "MISSING_API_KEY", format!("send your API key in {name}")))?;
-            ("apikey", hash_api_key(raw.strip_prefix("Bearer ").unwrap_or(&raw)))
+            ("apikey", hash_api_key(credential(&raw)))
         }
         KeySource::Segment { name } => {
             // Already percent-decoded by `segments`.
@@ -227,6 +227,17 @@ pub fn bucket_key(
         KeySource::Constant { value } => ("constant", value.clone()),
     };
     keys::check(&format!("{}{}:{source}:{value}", keys::GATEWAY_PREFIX, route.policy))
+}
+
+/// The credential in an API-key header: `Bearer` in any case (RFC 9110 §11.1 makes the scheme
+/// case-insensitive) and surrounding spaces removed, so one key cannot be spelled into several
+/// buckets.
+fn credential(raw: &str) -> &str {
+    let raw = raw.trim();
+    match raw.split_once(' ') {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("bearer") => rest.trim_start(),
+        _ => raw,
+    }
 }
 
 /// The first 128 bits of SHA-256, in hex: enough to never collide, useless to an attacker.
@@ -328,6 +339,10 @@ mod tests {
         assert_eq!(key("/h").unwrap(), "gateway:api:header:ann");
         assert_eq!(key("/k").unwrap(), format!("gateway:api:apikey:{}", hash_api_key("secret")));
         assert_eq!(hash_api_key("secret"), "2bb80d537b1da3e38bd30361aa855686");
+        for spelling in ["Bearer secret", "bearer secret", "BEARER  secret", " Bearer secret ", "secret"] {
+            assert_eq!(credential(spelling), "secret", "{spelling:?}");
+        }
+        assert_eq!(credential("Basic c2VjcmV0"), "Basic c2VjcmV0", "another scheme is part of the key");
         assert_eq!(key("/s/bo%20b").unwrap(), "gateway:api:segment:bo b");
         assert_eq!(key("/c").unwrap(), "gateway:api:constant:everyone");
         let parts = at("/k");

@@ -80,12 +80,13 @@ async fn decision(env: &Env, settings: &Settings, key: &str, command: &Command, 
                 legacy: policy.is_some_and(|p| p.legacy_headers),
                 fallback: verdict.fallback,
                 shadow_rejected,
+                estimate: is_estimate(command),
             };
             answer(key, outcome, command, &verdict, context)
         }
         Err(error) => {
             line.emit(verdict.fallback, Some(error), verdict.failure.as_deref(), settings.log_decisions);
-            respond::problem(error)
+            respond::decision_problem(error, verdict.fallback)
         }
     };
     response.unwrap_or_else(|e| Response::error(e.to_string(), 500).expect("500 is an error status"))
@@ -103,6 +104,9 @@ fn answer(
     body.fallback = verdict.fallback.map(|f| f.label());
     body.shadow_rejected = context.shadow_rejected;
     body.allowed = outcome.allowed || context.shadow_rejected;
+    if context.shadow_rejected {
+        body.wait_ms = Some(0); // nothing was reserved and the caller may go: no wait to obey
+    }
     if body.allowed || is_estimate(command) {
         return respond::json(200, &body, &headers);
     }
@@ -152,19 +156,17 @@ fn metrics_text() -> worker::Result<Response> {
     Ok(response)
 }
 
-/// The body, refused above [`MAX_BODY_BYTES`] (by `Content-Length` first, so an honest large
-/// upload is not read at all).
+/// The body, refused above [`MAX_BODY_BYTES`]: by `Content-Length` before reading anything, and
+/// by counting chunks as they arrive (a chunked body declares no length), so an oversized body is
+/// never held in memory whole.
 async fn read_body(req: &Incoming) -> Result<Vec<u8>, ApiError> {
     let too_large = || ApiError::new(413, "BODY_TOO_LARGE", format!("the body is limited to {MAX_BODY_BYTES} bytes"));
     let declared = req.header("Content-Length").and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return Err(too_large());
     }
-    let body = req.bytes().await.map_err(|e| ApiError::bad_request("INVALID_BODY", e.to_string()))?;
-    if body.len() > MAX_BODY_BYTES {
-        return Err(too_large());
-    }
-    Ok(body)
+    let body = req.bytes_up_to(MAX_BODY_BYTES).await;
+    body.map_err(|e| ApiError::bad_request("INVALID_BODY", e.to_string()))?.ok_or_else(too_large)
 }
 
 fn runtime(error: worker::Error) -> ApiError {

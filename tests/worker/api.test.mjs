@@ -1,6 +1,7 @@
 // The /v1 service API end to end: the built worker in real workerd (Miniflare), over HTTP.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { start, post, admin, greedy, intervally, ADMIN } from './harness.mjs';
 
 const EXPOSE =
@@ -71,6 +72,7 @@ test('estimate changes nothing; ignore-limits goes into debt', async () => {
   assert.equal(r.status, 200, 'an estimate is a question, never a 429');
   assert.equal((await r.json()).allowed, false);
   assert.equal(r.headers.get('ratelimit'), '"one";r=1;t=1440');
+  assert.equal(r.headers.get('retry-after'), null, 'Retry-After belongs to rejections');
   r = await consume(k, { policy: 'one', tokens: 1, mode: 'estimate' });
   assert.equal((await r.json()).allowed, true);
   assert.equal((await inspect(k)).remaining, 1);
@@ -81,6 +83,16 @@ test('estimate changes nothing; ignore-limits goes into debt', async () => {
   // Seven tokens short of another 4: 7 × 360 s.
   assert.equal(r.headers.get('ratelimit'), '"one";r=0;t=2520');
   assert.ok(body.waitMs > 0, 'the violation is reported');
+});
+
+test('an estimate on an unknown key answers as a fresh bucket and stores nothing', async () => {
+  const k = key();
+  const r = await consume(k, { policy: 'one', tokens: 3, mode: 'estimate' });
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get('ratelimit'), '"one";r=10;t=0');
+  assert.equal((await w.call(`/v1/buckets/${k}`, admin())).status, 404, 'no bucket was created');
+  const deleted = await w.call(`/v1/buckets/${k}`, admin({ method: 'DELETE' }));
+  assert.deepEqual(await deleted.json(), { deleted: false }, 'nothing to delete');
 });
 
 test('reserve: within maxWait it is reserved with the wait; beyond, refused and nothing taken', async () => {
@@ -190,6 +202,7 @@ test('bad input: a 4xx problem with a code, never a 5xx, and nothing changes', a
     ['tokens huge', `/v1/buckets/${k}/consume`, raw('{"policy":"one","tokens":1e300}'), 400, 'INVALID_TOKENS'],
     ['tokens past 64 bits', `/v1/buckets/${k}/consume`, raw('{"policy":"one","tokens":9223372036854775808}'), 400, 'INVALID_TOKENS'],
     ['tokens a string', `/v1/buckets/${k}/consume`, post({ policy: 'one', tokens: '1' }), 400, 'INVALID_TOKENS'],
+    ['tokens null', `/v1/buckets/${k}/consume`, post({ policy: 'one', tokens: null }), 400, 'INVALID_TOKENS'],
     ['tokens above capacity', `/v1/buckets/${k}/consume`, post({ policy: 'one', tokens: 11 }), 400, 'TOKENS_EXCEED_CAPACITY'],
     ['debt past 64 bits', `/v1/buckets/${k}/consume`, raw('{"policy":"one","tokens":9223372036854775807,"mode":"ignore-limits"}'), 400, 'RESERVATION_OVERFLOW'],
     ['maxWait 0', `/v1/buckets/${k}/reserve`, post({ policy: 'one', maxWait: 0 }), 400, 'NON_POSITIVE_MAX_WAIT'],
@@ -247,6 +260,43 @@ test('shadow mode decides and logs but never rejects', async () => {
   assert.deepEqual([body.allowed, body.shadowRejected], [true, true]);
   const line = w.logs.findLast((l) => l.key === k);
   assert.deepEqual([line.allowed, line.shadowRejected], [true, true]);
+});
+
+test('shadow mode grants a refused reservation with no wait to obey', async () => {
+  const k = key();
+  assert.equal((await consume(k, { policy: 'shadow' })).status, 200);
+  const r = await w.call(`/v1/buckets/${k}/reserve`, post({ policy: 'shadow', maxWait: '1s' }));
+  assert.equal(r.status, 200);
+  const body = await r.json();
+  assert.deepEqual([body.allowed, body.shadowRejected, body.waitMs], [true, true, 0]);
+  assert.equal((await inspect(k)).bandwidths[0].available, 0, 'nothing was reserved');
+});
+
+test('a chunked body is refused with 413 once past the limit, before the upload ends', async () => {
+  const url = new URL(`/v1/buckets/${key()}/consume`, w.url);
+  let sent = 0;
+  const status = await new Promise((resolve, reject) => {
+    const request = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json' } });
+    let answered = false;
+    request.on('response', (response) => {
+      answered = true;
+      response.resume();
+      request.destroy();
+      resolve(response.statusCode);
+    });
+    request.on('error', () => {}); // the worker may close the connection while we still write
+    const chunk = Buffer.alloc(8192, 0x20);
+    const more = () => {
+      if (answered) return undefined;
+      if (sent >= 4 * 1024 * 1024) return reject(new Error('the whole 4 MiB went in without an answer'));
+      sent += chunk.length;
+      request.write(chunk);
+      setTimeout(more, 5);
+    };
+    more();
+  });
+  assert.equal(status, 413);
+  assert.ok(sent < 1024 * 1024, `answered after ${sent} bytes`);
 });
 
 test('legacy X-RateLimit headers describe the tightest bandwidth', async () => {

@@ -32,9 +32,10 @@ test('fail-open admits, says so, and claims no bucket state', async () => {
   assert.match(line.error, /BUCKETS/, 'the log says why the object could not decide');
 });
 
-test('fail-closed rejects with 503', async () => {
+test('fail-closed rejects with 503, marked as a fallback', async () => {
   const r = await consume('a', 'closed');
   assert.equal(r.status, 503);
+  assert.equal(r.headers.get('edgebucket-fallback'), 'closed', 'every fallback says so');
   assert.equal((await r.json()).code, 'RATE_LIMITER_UNAVAILABLE');
   assert.equal(w.logs.findLast((l) => l.policy === 'closed').fallback, 'closed');
 });

@@ -2,7 +2,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { start, origin, admin, greedy, intervally } from './harness.mjs';
+import { start, origin, admin, greedy, intervally, rawRequest } from './harness.mjs';
 
 const POLICIES = {
   writes: { bandwidths: [greedy('burst', 2, 2, '1h'), intervally('daily', 50, 50, '1d')] },
@@ -16,6 +16,9 @@ const ROUTES = [
   { pattern: '/keyed', policy: 'keyed', key: { source: 'apiKey' } },
   { pattern: '/by-ip', policy: 'keyed', key: { source: 'ip' } },
   { pattern: '/watched', policy: 'watch', key: { source: 'constant', value: 'all' } },
+  { pattern: '/bearer', policy: 'keyed', key: { source: 'apiKey', header: 'Authorization' } },
+  { pattern: '/socket', policy: 'per_user', key: { source: 'constant', value: 'socket' } },
+  { pattern: '/search', policy: 'per_user', key: { source: 'constant', value: 'search' } },
 ];
 
 let w;
@@ -106,6 +109,42 @@ test('keys come from a path segment, a hashed API key, the client IP, or a const
   const noUser = await w.call('/items/1', { method: 'POST' });
   assert.equal(noUser.status, 400);
   assert.equal((await noUser.json()).code, 'MISSING_KEY');
+});
+
+test('an API key in Authorization is one bucket however its Bearer scheme is spelled', async () => {
+  const send = (authorization) => w.call('/bearer', { headers: { authorization } });
+  assert.equal((await send('Bearer k1')).status, 200);
+  for (const spelling of ['Bearer k1', 'bearer k1', 'BEARER  k1', 'k1']) {
+    assert.equal((await send(spelling)).status, 429, spelling);
+  }
+  assert.equal((await send('Bearer k2')).status, 200, 'another key, another bucket');
+});
+
+test('a GET with a body is limited and forwarded without the body, never a 500', async () => {
+  const before = o.requests.length;
+  const r = await rawRequest(w.url, 'GET /search HTTP/1.1\r\nContent-Length: 5\r\nConnection: close', 'hello');
+  assert.equal(r.status, 200);
+  assert.match(r.head, /\r\nratelimit: "user";r=0;t=3600/i);
+  assert.deepEqual([o.requests.length - before, o.requests.at(-1).body], [1, '']);
+});
+
+test('a WebSocket upgrade is decided and passed through with the origin\'s 101; the isolate survives', async () => {
+  const upgrade = (path) => rawRequest(
+    w.url,
+    `GET ${path} HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==`,
+  );
+  // This isolate's counters: a panic would restart the wasm and lose them.
+  const decided = async () => {
+    const text = await (await w.call('/v1/metrics', admin())).text();
+    const lines = text.split('\n').filter((line) => line.startsWith('edgebucket_decisions_total{policy="per_user"'));
+    return lines.reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+  };
+  const before = await decided();
+  const r = await upgrade('/socket');
+  assert.equal(r.status, 101);
+  assert.ok(o.requests.at(-1).upgrade, 'the origin accepted the upgrade');
+  assert.equal((await upgrade('/socket')).status, 429, 'the upgrade took its token');
+  assert.equal(await decided(), before + 2, 'both decisions counted: the isolate was not restarted');
 });
 
 test('shadow mode forwards what it would reject, marked in a header and the log', async () => {

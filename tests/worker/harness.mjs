@@ -9,6 +9,7 @@ import path from 'node:path';
 import http from 'node:http';
 import net from 'node:net';
 import readline from 'node:readline';
+import { createHash } from 'node:crypto';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const fromToml = wrangler.unstable_getMiniflareWorkerOptions(path.join(root, 'wrangler.toml')).workerOptions;
@@ -64,6 +65,27 @@ export async function start(config = {}) {
   };
 }
 
+/**
+ * Sends `head` (request line and headers, CRLF-separated, without the blank line) and `body` over
+ * a raw socket, for requests fetch refuses to make (a GET with a body, a WebSocket upgrade).
+ * Resolves with the status code and the head of the answer.
+ */
+export function rawRequest(url, head, body = '') {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname, () => socket.write(`${head}\r\nHost: ${hostname}:${port}\r\n\r\n${body}`));
+    let received = '';
+    socket.on('data', (data) => {
+      received += data.toString('latin1');
+      const end = received.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      socket.destroy();
+      resolve({ status: Number(received.split(' ')[1]), head: received.slice(0, end) });
+    });
+    socket.on('error', reject);
+  });
+}
+
 /** A port that was free a moment ago, to restart workerd on the same address. */
 export async function freePort() {
   const server = net.createServer();
@@ -111,6 +133,13 @@ export async function origin() {
       });
       res.end(JSON.stringify({ method: req.method, url: req.url, body }));
     });
+  });
+  // WebSocket upgrades are accepted (the RFC 6455 handshake) and recorded; nothing is sent after.
+  server.on('upgrade', (req, socket) => {
+    requests.push({ method: req.method, url: req.url, headers: req.headers, upgrade: true });
+    const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+    socket.on('error', () => {});
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address();
