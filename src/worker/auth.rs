@@ -2,6 +2,8 @@
 //! endpoints and metrics) and `API_KEY` (service endpoints, open when it is not set; the admin
 //! token works there too). Checked before anything else, so a refused call changes nothing.
 
+use sha2::{Digest, Sha256};
+
 use super::errors::ApiError;
 
 /// What an endpoint needs.
@@ -43,7 +45,7 @@ impl Secrets {
                 }
             },
         };
-        let Some(token) = authorization.and_then(|h| h.strip_prefix("Bearer ")) else {
+        let Some(token) = authorization.and_then(bearer_token) else {
             return Err(ApiError::new(401, "UNAUTHORIZED", "send Authorization: Bearer <token>"));
         };
         if accepted.iter().any(|secret| constant_time_eq(secret.as_bytes(), token.as_bytes())) {
@@ -54,9 +56,17 @@ impl Secrets {
     }
 }
 
-/// Compares without stopping at the first difference, so timing does not reveal a prefix.
+/// The token of `Bearer <token>`; the scheme is case-insensitive (RFC 9110 §11.1).
+fn bearer_token(header: &str) -> Option<&str> {
+    let (scheme, token) = header.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim_start())
+}
+
+/// Compares the SHA-256 digests of both, every byte: timing reveals neither a common prefix nor
+/// the secret's length.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+    let (a, b) = (Sha256::digest(a), Sha256::digest(b));
+    a.iter().zip(b.iter()).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
 #[cfg(test)]
@@ -71,6 +81,8 @@ mod tests {
     fn admin_needs_the_admin_token() {
         let s = secrets(Some("root"), Some("svc"));
         assert_eq!(s.check(Role::Admin, Some("Bearer root")), Ok(()));
+        assert_eq!(s.check(Role::Admin, Some("bearer root")), Ok(()), "the scheme is case-insensitive");
+        assert_eq!(s.check(Role::Admin, Some("Bearer rootx")).unwrap_err().code, "FORBIDDEN");
         assert_eq!(s.check(Role::Admin, None).unwrap_err().status, 401);
         assert_eq!(s.check(Role::Admin, Some("root")).unwrap_err().code, "UNAUTHORIZED");
         assert_eq!(s.check(Role::Admin, Some("Bearer svc")).unwrap_err().code, "FORBIDDEN");
