@@ -118,6 +118,7 @@ pub fn reason_phrase(status: u16) -> &'static str {
         409 => "Conflict",
         413 => "Content Too Large",
         429 => "Too Many Requests",
+        502 => "Bad Gateway",
         503 => "Service Unavailable",
         _ if status >= 500 => "Internal Server Error",
         _ => "Error",

@@ -173,7 +173,8 @@ test('a gateway without an origin is a configuration error; an unreachable origi
   try {
     const r = await dead.call('/elsewhere');
     assert.equal(r.status, 502);
-    assert.equal((await r.json()).code, 'ORIGIN_UNREACHABLE');
+    const problem = await r.json();
+    assert.deepEqual([problem.code, problem.title], ['ORIGIN_UNREACHABLE', 'Bad Gateway']);
   } finally {
     await dead.stop();
   }
