@@ -194,7 +194,7 @@ export class Pacer {
 
   #grant(scope, limits, demand, now) {
     const ticket = { id: `${this.#nonce}.${this.#next++}`, scope: scope.key, origin: scope.origin };
-    const record = { ticket, at: now, entries: [] };
+    const record = { ticket, at: now, limits: [] };
     for (const limit of limits) this.#consume(limit, demand, record);
     const learned = scope.learner.bucket;
     if (learned && !learned.tryConsume(1)) learned.consumeIgnoringRateLimits(1);
@@ -226,7 +226,7 @@ export class Pacer {
     const id = record.ticket.id;
     if (limit.unit === CONCURRENCY_UNIT) {
       limit.inflight.set(id, { mark: 0, cost: 0, overlap: 0 });
-      record.entries.push({ limit, mark: 0 });
+      record.limits.push(limit);
       return;
     }
     const cost = this.#cost(limit, demand);
@@ -235,7 +235,7 @@ export class Pacer {
     if (limit.allowance !== null) limit.allowance.remaining -= cost;
     limit.dispatched += cost;
     limit.inflight.set(id, { mark: limit.dispatched, cost, overlap: 0 });
-    record.entries.push({ limit, mark: limit.dispatched });
+    record.limits.push(limit);
   }
 
   /** Units a request takes from a limit; never more than the quota, or it could never go. */
@@ -316,7 +316,7 @@ export class Pacer {
     }
     const quota = limit.quota ?? Infinity;
     const likely = Math.min(remaining - unseen, quota);
-    const sure = Math.min(likely - (mine?.overlap ?? 0), quota);
+    const sure = likely - (mine?.overlap ?? 0);
     if (limit.bucket === null) return likely;
     const level = Number(limit.bucket.getAvailableTokens());
     const estimate = Math.max(sure, Math.min(level, likely));
@@ -407,7 +407,7 @@ export class Pacer {
 
   #forget(ticket, record) {
     if (record) {
-      for (const { limit } of record.entries) settle(limit, ticket.id);
+      for (const limit of record.limits) settle(limit, ticket.id);
       this.#tickets.delete(ticket.id);
     }
     const scope = this.#scopes.get(ticket.scope);

@@ -57,7 +57,7 @@ impl Secrets {
 }
 
 /// The token of `Bearer <token>`; the scheme is case-insensitive (RFC 9110 §11.1).
-fn bearer_token(header: &str) -> Option<&str> {
+pub fn bearer_token(header: &str) -> Option<&str> {
     let (scheme, token) = header.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim_start())
 }

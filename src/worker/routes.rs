@@ -17,6 +17,7 @@ use percent_encoding::percent_decode_str;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use super::auth;
 use super::errors::ApiError;
 use super::keys;
 use super::policy::Policies;
@@ -234,10 +235,7 @@ pub fn bucket_key(
 /// buckets.
 fn credential(raw: &str) -> &str {
     let raw = raw.trim();
-    match raw.split_once(' ') {
-        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("bearer") => rest.trim_start(),
-        _ => raw,
-    }
+    auth::bearer_token(raw).unwrap_or(raw)
 }
 
 /// The first 128 bits of SHA-256, in hex: enough to never collide, useless to an attacker.

@@ -257,7 +257,7 @@ test('shadow mode decides and logs but never rejects', async () => {
   assert.equal(r.headers.get('retry-after'), null);
   assert.equal(r.headers.get('ratelimit'), '"b";r=0;t=3600');
   const body = await r.json();
-  assert.deepEqual([body.allowed, body.shadowRejected], [true, true]);
+  assert.deepEqual([body.allowed, body.shadowRejected, body.waitMs], [true, true, 0]);
   const line = w.logs.findLast((l) => l.key === k);
   assert.deepEqual([line.allowed, line.shadowRejected], [true, true]);
 });
