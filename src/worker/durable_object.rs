@@ -61,10 +61,13 @@ impl worker::DurableObject for BucketObject {
         respond::problem(&ApiError::new(404, "RPC_ONLY", "a bucket object is called over RPC (decide), not fetch"))
     }
 
+    /// A failed alarm throws, so the runtime runs it again (with backoff): the bucket is neither
+    /// lost to a passing storage error nor kept forever for want of a rescheduled alarm.
     async fn alarm(&self) -> worker::Result<Response> {
         self.alarm_set.set(false);
         if let Err(error) = self.expire().await {
-            worker::console_error!("idle alarm: {} {}", error.code, error.message);
+            worker::console_error!("idle alarm failed, to be retried: {} {}", error.code, error.message);
+            return Err(worker::Error::RustError(format!("{}: {}", error.code, error.message)));
         }
         Response::empty()
     }
@@ -149,11 +152,11 @@ impl BucketObject {
                     _ => 0.0,
                 });
                 let held = Held::decode(policy.clone(), bytes).map_err(|e| {
-                    ApiError::new(500, "STORAGE_CORRUPT", format!("the stored bucket is unreadable: {e}"))
+                    ApiError::new(500, STORAGE_CORRUPT, format!("the stored bucket is unreadable: {e}"))
                 })?;
                 Ok(Some(held))
             }
-            _ => Err(ApiError::new(500, "STORAGE_CORRUPT", "the stored row has an unexpected shape")),
+            _ => Err(ApiError::new(500, STORAGE_CORRUPT, "the stored row has an unexpected shape")),
         }
     }
 
@@ -212,10 +215,15 @@ impl BucketObject {
     }
 
     /// The idle alarm: delete the bucket if it has been idle long enough, else wait again. A
-    /// stored bucket that cannot be read (corrupt, or written by a newer format) is deleted:
-    /// requests meanwhile got the policy's failure mode, and keeping it would prolong that.
+    /// stored bucket that cannot be decoded (corrupt, or written by a newer format) is deleted:
+    /// requests meanwhile got the policy's failure mode, and keeping it would prolong that. Any
+    /// other read error may pass, so it fails the alarm (to be retried) and deletes nothing:
+    /// deleting a bucket hands its key a full one.
     async fn expire(&self) -> Result<(), ApiError> {
         if let Err(error) = self.load() {
+            if !is_undecodable(&error) {
+                return Err(error);
+            }
             worker::console_error!("deleting an unreadable bucket: {} {}", error.code, error.message);
             return self.delete().await.map(|_| ());
         }
@@ -249,10 +257,32 @@ fn idle_deadline(now: i64, ttl_millis: i64) -> f64 {
     ((now / 1_000_000) as f64 + ttl_millis as f64).min(MAX_DATE_MILLIS)
 }
 
+/// The code of a stored bucket that was read but cannot be decoded.
+const STORAGE_CORRUPT: &str = "STORAGE_CORRUPT";
+
+/// Whether `error` says the stored bucket itself is bad, which no retry mends (as opposed to
+/// storage failing to answer).
+fn is_undecodable(error: &ApiError) -> bool {
+    error.code == STORAGE_CORRUPT
+}
+
 fn failed(error: &ApiError) -> (u16, String) {
     (error.status, error.body())
 }
 
 fn storage(error: worker::Error) -> ApiError {
     ApiError::new(500, "STORAGE_ERROR", format!("storage failed: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_undecodable_bucket_is_deleted_by_the_alarm() {
+        assert!(is_undecodable(&ApiError::new(500, STORAGE_CORRUPT, "bad bytes")));
+        let passing = storage(worker::Error::RustError("SQLITE_BUSY".into()));
+        assert_eq!(passing.code, "STORAGE_ERROR");
+        assert!(!is_undecodable(&passing));
+    }
 }
