@@ -6,6 +6,7 @@
 use worker::{web_sys, Env, Fetch, Response};
 
 use super::client;
+use super::cors;
 use super::errors::{self, ApiError};
 use super::headers::{self, Context};
 use super::incoming::Incoming;
@@ -13,34 +14,54 @@ use super::log::DecisionLine;
 use super::metrics;
 use super::protocol::{Command, Mode};
 use super::respond;
-use super::routes;
+use super::routes::{self, Method};
 use super::settings::Settings;
 
-/// Answers a request outside the service API.
+/// Answers a request outside the service API: the origin's answer, or the gateway's own (with
+/// the CORS headers `CORS_ORIGINS` allows).
 ///
 /// # Errors
 /// Only if the runtime fails to build a response.
 pub async fn handle(req: &Incoming, env: &Env, settings: &Settings, started: f64) -> worker::Result<Response> {
+    let own = match admit(req, env, settings, started).await {
+        Admission::Forward(headers) => match forward(req, settings, &headers).await {
+            Ok(response) => return Ok(response),
+            Err(error) => {
+                metrics::with(|m| m.error(&error.code));
+                respond::problem(&error)
+            }
+        },
+        Admission::Refuse(response) => response,
+    };
+    respond::add(own?, &settings.cors_origins.headers(req.header("Origin").as_deref()))
+}
+
+/// What the gateway does with a request.
+enum Admission {
+    /// Send it to the origin and add these headers to the answer.
+    Forward(Vec<(&'static str, String)>),
+    /// Answer it without the origin.
+    Refuse(worker::Result<Response>),
+}
+
+/// Decides a request by its route; one no route limits (a CORS preflight among them, unless a
+/// route lists `OPTIONS`) is forwarded as it is.
+async fn admit(req: &Incoming, env: &Env, settings: &Settings, started: f64) -> Admission {
     let method = req.method();
     let parts = match routes::segments(req.path()) {
         Ok(parts) => parts,
-        Err(error) => {
-            metrics::with(|m| m.error(&error.code));
-            return respond::problem(&error);
-        }
+        Err(error) => return refuse(&error),
     };
-    let Some((route, captures)) = routes::find(&settings.routes, &method, &parts) else {
+    let matching = if cors::is_preflight(req, &method) { Method::Preflight } else { Method::Plain(&method) };
+    let Some((route, captures)) = routes::find(&settings.routes, matching, &parts) else {
         if settings.routes.is_empty() {
-            return respond::problem(&ApiError::not_found(req.path()));
+            return Admission::Refuse(respond::problem(&ApiError::not_found(req.path())));
         }
-        return forward(req, settings, &[]).await;
+        return Admission::Forward(Vec::new());
     };
     let key = match routes::bucket_key(route, &captures, |name| req.header(name)) {
         Ok(key) => key,
-        Err(error) => {
-            metrics::with(|m| m.error(&error.code));
-            return respond::problem(&error);
-        }
+        Err(error) => return refuse(&error),
     };
     let command = Command::Consume { policy: route.policy.clone(), tokens: route.cost, mode: Mode::Try };
     let verdict = client::decide(env, settings, &key, &command).await;
@@ -50,7 +71,7 @@ pub async fn handle(req: &Incoming, env: &Env, settings: &Settings, started: f64
         Ok(outcome) => outcome,
         Err(error) => {
             line.emit(verdict.fallback, Some(error), verdict.failure.as_deref(), settings.log_decisions);
-            return respond::decision_problem(error, verdict.fallback);
+            return Admission::Refuse(respond::decision_problem(error, verdict.fallback));
         }
     };
     let policy = settings.policies.get(&route.policy);
@@ -69,41 +90,45 @@ pub async fn handle(req: &Incoming, env: &Env, settings: &Settings, started: f64
     };
     let headers = headers::for_outcome(outcome, context);
     if outcome.allowed || shadow_rejected {
-        return forward(req, settings, &headers).await;
+        return Admission::Forward(headers);
     }
     let problem = errors::quota_exceeded(&outcome.violated(), headers::retry_after(outcome));
-    respond::problem_with(429, problem.to_string(), &headers)
+    Admission::Refuse(respond::problem_with(429, problem.to_string(), &headers))
+}
+
+/// The problem answer for a request the gateway refuses before deciding, counted as an error.
+fn refuse(error: &ApiError) -> Admission {
+    metrics::with(|m| m.error(&error.code));
+    Admission::Refuse(respond::problem(error))
 }
 
 /// Sends `req` to the origin and returns its answer with `extra` headers added.
-async fn forward(req: &Incoming, settings: &Settings, extra: &[(&str, String)]) -> worker::Result<Response> {
+///
+/// # Errors
+/// 502 `ORIGIN_UNREACHABLE` when the origin does not answer; 500 when the runtime fails.
+async fn forward(req: &Incoming, settings: &Settings, extra: &[(&str, String)]) -> Result<Response, ApiError> {
     let origin = settings.origin.as_deref().unwrap_or_default();
     let target = format!("{origin}{}{}", req.path(), req.query().map(|q| format!("?{q}")).unwrap_or_default());
-    let upstream = match upstream_request(req.raw(), &target) {
-        Ok(upstream) => upstream,
-        Err(error) => return respond::problem(&ApiError::internal(error.to_string())),
-    };
-    let response = match Fetch::Request(upstream.into()).send().await {
-        Ok(response) => response,
-        Err(error) => {
-            let error = ApiError::new(502, "ORIGIN_UNREACHABLE", format!("the origin did not answer: {error}"));
-            metrics::with(|m| m.error(&error.code));
-            return respond::problem(&error);
-        }
-    };
+    let internal = |error: worker::Error| ApiError::internal(error.to_string());
+    let upstream = upstream_request(req.raw(), &target).map_err(internal)?;
+    let response = Fetch::Request(upstream.into())
+        .send()
+        .await
+        .map_err(|error| ApiError::new(502, "ORIGIN_UNREACHABLE", format!("the origin did not answer: {error}")))?;
     let status = response.status_code();
     if status == 101 {
         // A WebSocket upgrade: a 101 cannot be rebuilt (the Response constructor refuses it) and
         // carries the socket, so it goes back as the origin sent it, without rate-limit headers.
         return Ok(response);
     }
-    let headers = respond::mutable_copy(response.headers())?;
+    let headers = respond::mutable_copy(response.headers()).map_err(internal)?;
     for (name, value) in extra {
-        if *name == "Access-Control-Expose-Headers" {
-            headers.append(name, value)?; // keep what the origin exposes
+        let added = if *name == "Access-Control-Expose-Headers" {
+            headers.append(name, value) // keep what the origin exposes
         } else {
-            headers.set(name, value)?;
-        }
+            headers.set(name, value)
+        };
+        added.map_err(internal)?;
     }
     let (_, body) = response.into_parts();
     Ok(Response::builder().with_status(status).with_headers(headers).body(body))

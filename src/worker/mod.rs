@@ -7,7 +7,8 @@
 //! - configuration: [`policy`](crate::worker::policy), [`routes`](crate::worker::routes), held
 //!   per isolate by [`settings`](crate::worker::settings);
 //! - serving: [`api`](crate::worker::api) (endpoints and bodies) and
-//!   [`service`](crate::worker::service) for `/v1`, [`gateway`](crate::worker::gateway) for the rest;
+//!   [`service`](crate::worker::service) for `/v1`, [`gateway`](crate::worker::gateway) for the rest,
+//!   with its [`cors`](crate::worker::cors);
 //! - deciding: [`client`](crate::worker::client) asks the key's
 //!   [`durable_object`](crate::worker::durable_object), or falls back per
 //!   [`failure`](crate::worker::failure); [`decide`](crate::worker::decide) is the logic both
@@ -21,6 +22,7 @@
 pub mod api;
 pub mod auth;
 pub mod client;
+pub mod cors;
 pub mod decide;
 #[allow(missing_docs)] // the #[durable_object] expansion adds undocumented public glue
 pub mod durable_object;

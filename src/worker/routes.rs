@@ -9,9 +9,11 @@
 //!
 //! A pattern is a path of segments: a literal, `:name` (any one segment, captured), `*` (any one
 //! segment) or, last, `**` (any rest, also none). Key sources: `{"source": "ip"}`
-//! (`CF-Connecting-IP`), `{"source": "header", "name": …}`, `{"source": "apiKey", "header": …}`
+//! (`CF-Connecting-IP`; IPv6 by its /64, or `"ipv6Prefix": n` bits), `{"source": "header", "name": …}`, `{"source": "apiKey", "header": …}`
 //! (default `X-API-Key`; a `Bearer` scheme in any case and surrounding spaces are dropped; the
 //! key is hashed), `{"source": "segment", "name": …}` and `{"source": "constant", "value": …}`.
+
+use std::net::{IpAddr, Ipv6Addr};
 
 use percent_encoding::percent_decode_str;
 use serde::Deserialize;
@@ -26,8 +28,14 @@ use super::policy::Policies;
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(tag = "source", rename_all = "camelCase", deny_unknown_fields)]
 pub enum KeySource {
-    /// The client address Cloudflare puts in `CF-Connecting-IP`.
-    Ip,
+    /// The client address Cloudflare puts in `CF-Connecting-IP`. An IPv6 address counts by its
+    /// network (the first `ipv6Prefix` bits, default 64): one subscriber is routinely given a
+    /// whole /64, so keying on the full address would hand each client 2^64 buckets.
+    Ip {
+        /// Bits of an IPv6 address that name its bucket, 1 to 128.
+        #[serde(default = "default_ipv6_prefix", rename = "ipv6Prefix")]
+        ipv6_prefix: u8,
+    },
     /// A request header's value.
     Header {
         /// The header's name.
@@ -49,6 +57,10 @@ pub enum KeySource {
         /// The key.
         value: String,
     },
+}
+
+fn default_ipv6_prefix() -> u8 {
+    64
 }
 
 fn default_api_key_header() -> String {
@@ -114,6 +126,11 @@ fn check(spec: RouteSpec, policies: &Policies) -> Result<Route, String> {
     if spec.cost < 1 || spec.cost > smallest {
         return Err(at(format!("cost must be 1 to {smallest} (the policy's smallest capacity), got {}", spec.cost)));
     }
+    if let KeySource::Ip { ipv6_prefix } = spec.key {
+        if !(1..=128).contains(&ipv6_prefix) {
+            return Err(at(format!("ipv6Prefix must be 1 to 128 bits, got {ipv6_prefix}")));
+        }
+    }
     if let KeySource::Segment { name } = &spec.key {
         if !segments.contains(&Segment::Param(name.clone())) {
             return Err(at(format!("the key names segment {name:?}, which the pattern lacks (write :{name})")));
@@ -167,14 +184,28 @@ pub fn segments(path: &str) -> Result<Vec<String>, ApiError> {
     Ok(parts)
 }
 
+/// How a request is matched against routes' `methods`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method<'a> {
+    /// An ordinary request: routes without `methods` match any.
+    Plain(&'a str),
+    /// A CORS preflight: only routes that list `OPTIONS` match (see [`cors`](super::cors)).
+    Preflight,
+}
+
 /// The first route matching `method` and the path `parts` (see [`segments`]), with its captures.
-pub fn find<'r, 'p>(routes: &'r [Route], method: &str, parts: &'p [String]) -> Option<(&'r Route, Captures<'p>)>
+pub fn find<'r, 'p>(routes: &'r [Route], method: Method, parts: &'p [String]) -> Option<(&'r Route, Captures<'p>)>
 where
     'r: 'p,
 {
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
     routes.iter().find_map(|route| {
-        let method_ok = route.methods.as_ref().is_none_or(|m| m.iter().any(|m| m.eq_ignore_ascii_case(method)));
+        let method_ok = match (method, &route.methods) {
+            (Method::Plain(_), None) => true,
+            (Method::Preflight, None) => false,
+            (Method::Plain(method), Some(listed)) => listed.iter().any(|m| m.eq_ignore_ascii_case(method)),
+            (Method::Preflight, Some(listed)) => listed.iter().any(|m| m == "OPTIONS"),
+        };
         if !method_ok {
             return None;
         }
@@ -213,7 +244,10 @@ pub fn bucket_key(
     let missing =
         |what: &str| ApiError::bad_request("MISSING_KEY", format!("the request has no {what} to key its bucket on"));
     let (source, value) = match &route.key {
-        KeySource::Ip => ("ip", header("CF-Connecting-IP").ok_or_else(|| missing("CF-Connecting-IP header"))?),
+        KeySource::Ip { ipv6_prefix } => {
+            let address = header("CF-Connecting-IP").ok_or_else(|| missing("CF-Connecting-IP header"))?;
+            ("ip", client_network(&address, *ipv6_prefix)?)
+        }
         KeySource::Header { name } => ("header", header(name).ok_or_else(|| missing(&format!("{name} header")))?),
         KeySource::ApiKey { header: name } => {
             let raw = header(name)
@@ -228,6 +262,29 @@ pub fn bucket_key(
         KeySource::Constant { value } => ("constant", value.clone()),
     };
     keys::check(&format!("{}{}:{source}:{value}", keys::GATEWAY_PREFIX, route.policy))
+}
+
+/// The key part for a client address: an IPv4 address as it is (also when written as an
+/// IPv4-mapped IPv6 address), an IPv6 address as its network `addr/prefix` (the full address at
+/// 128), in canonical form, so one network cannot be spelled into several buckets.
+///
+/// # Errors
+/// 400 `INVALID_KEY` when `address` is not an IP address.
+fn client_network(address: &str, ipv6_prefix: u8) -> Result<String, ApiError> {
+    let parsed: IpAddr = address.trim().parse().map_err(|_| {
+        ApiError::bad_request("INVALID_KEY", format!("CF-Connecting-IP is not an IP address: {address:?}"))
+    })?;
+    Ok(match parsed {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None if ipv6_prefix >= 128 => v6.to_string(),
+            None => {
+                let mask = u128::MAX << (128 - u32::from(ipv6_prefix));
+                format!("{}/{ipv6_prefix}", Ipv6Addr::from(u128::from(v6) & mask))
+            }
+        },
+    })
 }
 
 /// The credential in an API-key header: `Bearer` in any case (RFC 9110 §11.1 makes the scheme
@@ -260,7 +317,7 @@ mod tests {
         assert_eq!(segments("/%FF").unwrap_err().code, "INVALID_PATH");
         let table = routes(r#"[{"pattern": "/api/**", "policy": "api", "key": {"source": "ip"}}]"#).unwrap();
         for path in ["/%61pi/x", "/API/../api/x", "/./api//x"] {
-            assert!(find(&table, "GET", &at(path)).is_some(), "{path}");
+            assert!(find(&table, Method::Plain("GET"), &at(path)).is_some(), "{path}");
         }
     }
 
@@ -284,18 +341,32 @@ mod tests {
         )
         .unwrap();
         let parts = at("/users/42/photos/7");
-        let (route, captures) = find(&table, "POST", &parts).unwrap();
+        let (route, captures) = find(&table, Method::Plain("POST"), &parts).unwrap();
         assert_eq!((route.pattern.as_str(), route.cost), ("/users/:user/**", 2));
         assert_eq!(captures, [("user", "42")]);
         assert_eq!(
-            find(&table, "POST", &at("/users/42")).unwrap().0.pattern,
+            find(&table, Method::Plain("POST"), &at("/users/42")).unwrap().0.pattern,
             "/users/:user/**",
             "** matches nothing too"
         );
-        assert_eq!(find(&table, "GET", &at("/users/42")).unwrap().0.pattern, "/**", "method filter");
-        assert_eq!(find(&table, "GET", &at("/api/v2/items")).unwrap().0.pattern, "/api/*/items");
-        assert_eq!(find(&table, "GET", &at("/api/v2/items/3")).unwrap().0.pattern, "/**");
-        assert!(find(&table[..2], "GET", &at("/other")).is_none());
+        assert_eq!(find(&table, Method::Plain("GET"), &at("/users/42")).unwrap().0.pattern, "/**", "method filter");
+        assert_eq!(find(&table, Method::Plain("GET"), &at("/api/v2/items")).unwrap().0.pattern, "/api/*/items");
+        assert_eq!(find(&table, Method::Plain("GET"), &at("/api/v2/items/3")).unwrap().0.pattern, "/**");
+        assert!(find(&table[..2], Method::Plain("GET"), &at("/other")).is_none());
+    }
+
+    #[test]
+    fn a_preflight_matches_only_routes_that_list_options() {
+        let table = routes(
+            r#"[{"pattern": "/a", "policy": "api", "key": {"source": "ip"}},
+                {"pattern": "/b", "methods": ["POST"], "policy": "api", "key": {"source": "ip"}},
+                {"pattern": "/c", "methods": ["post", "options"], "policy": "api", "key": {"source": "ip"}}]"#,
+        )
+        .unwrap();
+        assert!(find(&table, Method::Plain("OPTIONS"), &at("/a")).is_some(), "a plain OPTIONS is a request");
+        assert!(find(&table, Method::Preflight, &at("/a")).is_none());
+        assert!(find(&table, Method::Preflight, &at("/b")).is_none());
+        assert_eq!(find(&table, Method::Preflight, &at("/c")).unwrap().0.pattern, "/c");
     }
 
     #[test]
@@ -330,7 +401,7 @@ mod tests {
         };
         let key = |path: &str| {
             let parts = at(path);
-            let (route, captures) = find(&table, "GET", &parts).unwrap();
+            let (route, captures) = find(&table, Method::Plain("GET"), &parts).unwrap();
             bucket_key(route, &captures, headers)
         };
         assert_eq!(key("/ip").unwrap(), "gateway:api:ip:203.0.113.7");
@@ -344,11 +415,42 @@ mod tests {
         assert_eq!(key("/s/bo%20b").unwrap(), "gateway:api:segment:bo b");
         assert_eq!(key("/c").unwrap(), "gateway:api:constant:everyone");
         let parts = at("/k");
-        let (route, captures) = find(&table, "GET", &parts).unwrap();
+        let (route, captures) = find(&table, Method::Plain("GET"), &parts).unwrap();
         assert_eq!(bucket_key(route, &captures, |_| None).unwrap_err().status, 401);
         let parts = at("/h");
-        let (route, captures) = find(&table, "GET", &parts).unwrap();
+        let (route, captures) = find(&table, Method::Plain("GET"), &parts).unwrap();
         assert_eq!(bucket_key(route, &captures, |_| None).unwrap_err().code, "MISSING_KEY");
         assert_eq!(bucket_key(route, &captures, |_| Some("x".repeat(300))).unwrap_err().code, "INVALID_KEY");
+    }
+
+    #[test]
+    fn an_ipv6_client_is_keyed_by_its_network() {
+        assert_eq!(client_network("2001:db8:1:2:aaaa::1", 64).unwrap(), "2001:db8:1:2::/64");
+        assert_eq!(
+            client_network("2001:0DB8:0001:0002:ffff:ffff:ffff:ffff", 64).unwrap(),
+            "2001:db8:1:2::/64",
+            "any spelling of any address in the /64 is one key"
+        );
+        assert_eq!(client_network("2001:db8:1:3::1", 64).unwrap(), "2001:db8:1:3::/64", "the next /64");
+        assert_eq!(client_network("2001:db8:1:2ff::1", 56).unwrap(), "2001:db8:1:200::/56");
+        assert_eq!(client_network("2001:db8::1", 128).unwrap(), "2001:db8::1");
+        assert_eq!(client_network("2001:db8::1", 1).unwrap(), "::/1");
+        assert_eq!(client_network("203.0.113.7", 64).unwrap(), "203.0.113.7");
+        assert_eq!(client_network("::ffff:203.0.113.7", 64).unwrap(), "203.0.113.7", "IPv4-mapped is IPv4");
+        assert_eq!(client_network(" 203.0.113.7 ", 64).unwrap(), "203.0.113.7");
+        for bad in ["", "localhost", "203.0.113.256", "2001:db8::1/64", "[::1]"] {
+            assert_eq!(client_network(bad, 64).unwrap_err().code, "INVALID_KEY", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_ipv6_prefix_is_checked() {
+        let route = |key: &str| routes(&format!(r#"[{{"pattern": "/a", "policy": "api", "key": {key}}}]"#));
+        assert_eq!(route(r#"{"source": "ip"}"#).unwrap()[0].key, KeySource::Ip { ipv6_prefix: 64 });
+        assert_eq!(route(r#"{"source": "ip", "ipv6Prefix": 48}"#).unwrap()[0].key, KeySource::Ip { ipv6_prefix: 48 });
+        assert!(route(r#"{"source": "ip", "ipv6Prefix": 0}"#).unwrap_err().contains("ipv6Prefix must be 1 to 128"));
+        assert!(route(r#"{"source": "ip", "ipv6Prefix": 129}"#).is_err());
+        assert!(route(r#"{"source": "ip", "ipv6Prefix": -1}"#).is_err());
+        assert!(route(r#"{"source": "ip", "prefix": 64}"#).is_err(), "unknown fields are refused");
     }
 }

@@ -1,5 +1,5 @@
 //! The worker's configuration, read from its environment once per isolate: `[vars]` `POLICIES`,
-//! `ROUTES`, `ORIGIN`, `LOG_DECISIONS`, and the secrets `ADMIN_TOKEN` and `API_KEY`.
+//! `ROUTES`, `ORIGIN`, `CORS_ORIGINS`, `LOG_DECISIONS`, and the secrets `ADMIN_TOKEN` and `API_KEY`.
 //!
 //! `POLICIES` and `ROUTES` may be TOML tables in `wrangler.toml` (they arrive as objects, and
 //! are read through `JSON.stringify`, so integers beyond 2^53 lose precision there) or JSON
@@ -11,6 +11,7 @@ use std::rc::Rc;
 use worker::{js_sys, wasm_bindgen::JsValue, Env};
 
 use super::auth::Secrets;
+use super::cors::AllowedOrigins;
 use super::errors::ApiError;
 use super::policy::Policies;
 use super::routes::{self, Route};
@@ -24,6 +25,8 @@ pub struct Settings {
     pub routes: Vec<Route>,
     /// Where the gateway forwards admitted requests, without a trailing slash.
     pub origin: Option<String>,
+    /// Origins whose pages may read the gateway's own answers (see [`cors`](super::cors)).
+    pub cors_origins: AllowedOrigins,
     /// Admin and service secrets.
     pub secrets: Secrets,
     /// Whether to log every decision (`LOG_DECISIONS`, default true) or only fallbacks and errors.
@@ -55,9 +58,13 @@ fn read(env: &Env) -> Result<Settings, ApiError> {
     if !routes.is_empty() && origin.is_none() {
         return Err(ApiError::configuration("ROUTES needs ORIGIN, the URL to forward admitted requests to"));
     }
+    let cors_origins = match var(env, "CORS_ORIGINS") {
+        Some(text) => AllowedOrigins::parse(&text).map_err(ApiError::configuration)?,
+        None => AllowedOrigins::None,
+    };
     let secrets = Secrets { admin_token: var(env, "ADMIN_TOKEN"), api_key: var(env, "API_KEY") };
     let log_decisions = var(env, "LOG_DECISIONS").is_none_or(|v| v != "false");
-    Ok(Settings { policies, routes, origin, secrets, log_decisions })
+    Ok(Settings { policies, routes, origin, cors_origins, secrets, log_decisions })
 }
 
 /// A binding as text: strings as they are, objects as JSON; `None` when unset.

@@ -19,13 +19,18 @@ const ROUTES = [
   { pattern: '/bearer', policy: 'keyed', key: { source: 'apiKey', header: 'Authorization' } },
   { pattern: '/socket', policy: 'per_user', key: { source: 'constant', value: 'socket' } },
   { pattern: '/search', policy: 'per_user', key: { source: 'constant', value: 'search' } },
+  { pattern: '/by-net', policy: 'keyed', key: { source: 'ip' } },
+  { pattern: '/by-net-48', policy: 'keyed', key: { source: 'ip', ipv6Prefix: 48 } },
+  { pattern: '/open/:id', policy: 'per_user', key: { source: 'segment', name: 'id' } },
+  { pattern: '/guarded', methods: ['POST', 'OPTIONS'], policy: 'per_user', key: { source: 'constant', value: 'guarded' } },
 ];
+const APP = 'https://app.example';
 
 let w;
 let o;
 before(async () => {
   o = await origin();
-  w = await start({ vars: { POLICIES, ROUTES, ORIGIN: o.url } });
+  w = await start({ vars: { POLICIES, ROUTES, ORIGIN: o.url, CORS_ORIGINS: [APP] } });
 });
 after(async () => {
   await w.stop();
@@ -111,6 +116,60 @@ test('keys come from a path segment, a hashed API key, the client IP, or a const
   assert.equal((await noUser.json()).code, 'MISSING_KEY');
 });
 
+test('an IPv6 client is one bucket per /64 (or the route\'s ipv6Prefix); IPv4 per address', async () => {
+  const from = (path, ip) => w.call(path, { headers: { 'cf-connecting-ip': ip } });
+  assert.equal((await from('/by-net', '2001:db8:1:2::1')).status, 200);
+  assert.equal((await from('/by-net', '2001:db8:1:2:ffff:ffff:ffff:fffe')).status, 429, 'same /64, same bucket');
+  assert.equal((await from('/by-net', '2001:DB8:1:2:0:0:0:7')).status, 429, 'any spelling');
+  assert.equal((await from('/by-net', '2001:db8:1:3::1')).status, 200, 'the next /64');
+  const line = w.logs.findLast((l) => l.route === '/by-net');
+  assert.equal(line.key, 'gateway:keyed:ip:2001:db8:1:3::/64');
+  assert.equal((await from('/by-net-48', '2001:db8:5:1::1')).status, 200);
+  assert.equal((await from('/by-net-48', '2001:db8:5:2::1')).status, 429, 'same /48');
+  assert.equal((await from('/by-net', '198.51.100.1')).status, 200);
+  assert.equal((await from('/by-net', '::ffff:198.51.100.1')).status, 429, 'IPv4-mapped is the IPv4 address');
+  assert.equal((await from('/by-net', '198.51.100.2')).status, 200, 'IPv4 per address');
+  const bad = await from('/by-net', 'not-an-ip');
+  assert.equal(bad.status, 400);
+  assert.equal((await bad.json()).code, 'INVALID_KEY');
+});
+
+test('a CORS preflight spends nothing unless its route lists OPTIONS', async () => {
+  const preflight = (path) =>
+    w.call(path, { method: 'OPTIONS', headers: { origin: APP, 'access-control-request-method': 'POST' } });
+  const before = o.requests.length;
+  for (let i = 0; i < 3; i++) assert.equal((await preflight('/open/p1')).status, 200, 'forwarded to the origin');
+  assert.equal(o.requests.length, before + 3);
+  assert.equal(o.requests.at(-1).method, 'OPTIONS');
+  assert.equal((await w.call('/open/p1')).status, 200, 'the one token is still there');
+  assert.equal((await preflight('/open/p1')).status, 200, 'an empty bucket does not fail the preflight');
+  const plain = await w.call('/open/p2', { method: 'OPTIONS' });
+  assert.equal(plain.status, 200);
+  assert.equal((await w.call('/open/p2')).status, 429, 'an OPTIONS request that is no preflight is decided');
+  assert.equal((await preflight('/guarded')).status, 200);
+  assert.equal((await preflight('/guarded')).status, 429, 'a route listing OPTIONS decides preflights');
+});
+
+test("the gateway's own answers are readable by the origins in CORS_ORIGINS", async () => {
+  const send = (origin) => w.call('/open/cors', origin ? { headers: { origin } } : {});
+  const admitted = await send(APP);
+  assert.equal(admitted.status, 200);
+  assert.equal(admitted.headers.get('access-control-allow-origin'), null, "the origin's answer is the origin's");
+  const refused = await send(APP);
+  assert.equal(refused.status, 429);
+  assert.equal(refused.headers.get('access-control-allow-origin'), APP);
+  assert.equal(refused.headers.get('access-control-allow-credentials'), 'true');
+  assert.equal(refused.headers.get('vary'), 'Origin');
+  assert.match(refused.headers.get('access-control-expose-headers'), /Retry-After/);
+  const stranger = await send('https://evil.example');
+  assert.equal(stranger.status, 429);
+  assert.equal(stranger.headers.get('access-control-allow-origin'), null);
+  assert.equal(stranger.headers.get('vary'), 'Origin');
+  const missingKey = await w.call('/keyed', { headers: { origin: APP } });
+  assert.equal(missingKey.status, 401);
+  assert.equal(missingKey.headers.get('access-control-allow-origin'), APP, 'every refusal, not only 429');
+});
+
 test('an API key in Authorization is one bucket however its Bearer scheme is spelled', async () => {
   const send = (authorization) => w.call('/bearer', { headers: { authorization } });
   assert.equal((await send('Bearer k1')).status, 200);
@@ -169,10 +228,12 @@ test('a gateway without an origin is a configuration error; an unreachable origi
   }
   const closed = await origin();
   await closed.close();
-  const dead = await start({ vars: { POLICIES, ROUTES, ORIGIN: closed.url } });
+  const dead = await start({ vars: { POLICIES, ROUTES, ORIGIN: closed.url, CORS_ORIGINS: '*' } });
   try {
-    const r = await dead.call('/elsewhere');
+    const r = await dead.call('/elsewhere', { headers: { origin: APP } });
     assert.equal(r.status, 502);
+    assert.equal(r.headers.get('access-control-allow-origin'), '*');
+    assert.equal(r.headers.get('access-control-allow-credentials'), null, 'never with *');
     const problem = await r.json();
     assert.deepEqual([problem.code, problem.title], ['ORIGIN_UNREACHABLE', 'Bad Gateway']);
   } finally {
