@@ -12,6 +12,12 @@ pub const MAX_KEY_BYTES: usize = 256;
 /// key, so an open service API cannot drain or block a gateway user's bucket; admins can.
 pub const GATEWAY_PREFIX: &str = "gateway:";
 
+/// The policy a gateway bucket's key names (`gateway:{policy}:…`); `None` for other keys.
+/// Policy names hold no `:`, so the first segment after the prefix is the whole name.
+pub fn gateway_policy(key: &str) -> Option<&str> {
+    key.strip_prefix(GATEWAY_PREFIX).and_then(|rest| rest.split(':').next())
+}
+
 /// Percent-decodes a path segment.
 ///
 /// # Errors
@@ -47,6 +53,13 @@ fn invalid(message: impl Into<String>) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gateway_key_names_its_policy() {
+        assert_eq!(gateway_policy("gateway:api:ip:2001:db8::/64"), Some("api"));
+        assert_eq!(gateway_policy("gateway:api.v2:constant:all"), Some("api.v2"));
+        assert_eq!(gateway_policy("user:42"), None);
+    }
 
     #[test]
     fn keys_are_decoded_and_checked() {

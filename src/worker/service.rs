@@ -9,6 +9,7 @@ use super::client::{self, Verdict};
 use super::errors::{self, ApiError};
 use super::headers::{self, Context};
 use super::incoming::Incoming;
+use super::keys;
 use super::log::DecisionLine;
 use super::metrics;
 use super::protocol::{Command, Deleted, Mode, Outcome};
@@ -51,6 +52,9 @@ async fn serve(
         }
         Endpoint::Inspect(key) | Endpoint::Reset(key) | Endpoint::Delete(key) => (key, api::command(endpoint, b"")?),
     };
+    if let Command::Replace { policy, .. } = &command {
+        check_gateway_policy(key, policy)?;
+    }
     match command {
         Command::Delete => delete(env, key).await,
         Command::Consume { .. } | Command::Reserve { .. } => Ok(decision(env, settings, key, &command, started).await),
@@ -171,4 +175,24 @@ async fn read_body(req: &Incoming) -> Result<Vec<u8>, ApiError> {
 
 fn runtime(error: worker::Error) -> ApiError {
     ApiError::internal(error.to_string())
+}
+
+/// A gateway bucket stays under the policy its key names: its route sends every request under
+/// that policy, so moving the bucket would refuse them all (409 `POLICY_MISMATCH`) until it
+/// expired.
+///
+/// # Errors
+/// 409 `GATEWAY_POLICY_FIXED` when `key` is a gateway bucket of another policy than `policy`.
+fn check_gateway_policy(key: &str, policy: &str) -> Result<(), ApiError> {
+    match keys::gateway_policy(key) {
+        Some(own) if own != policy => Err(ApiError::new(
+            409,
+            "GATEWAY_POLICY_FIXED",
+            format!(
+                "this gateway bucket belongs to its route's policy {own:?}; replace it under {own:?} \
+                 (a strategy such as RESET still applies), or change the route"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }

@@ -170,6 +170,20 @@ test("the gateway's own answers are readable by the origins in CORS_ORIGINS", as
   assert.equal(missingKey.headers.get('access-control-allow-origin'), APP, 'every refusal, not only 429');
 });
 
+test('a gateway bucket can be replaced only under its own policy', async () => {
+  const key = 'gateway:per_user:segment:moved';
+  const replace = (body) => w.call(`/v1/buckets/${key}/configuration`, admin({ method: 'PUT', body: JSON.stringify(body) }));
+  assert.equal((await w.call('/users/moved/profile')).status, 200);
+  assert.equal((await w.call('/users/moved/profile')).status, 429);
+  const moved = await replace({ policy: 'keyed' });
+  assert.equal(moved.status, 409);
+  assert.equal((await moved.json()).code, 'GATEWAY_POLICY_FIXED');
+  const state = await (await w.call(`/v1/buckets/${key}`, admin())).json();
+  assert.equal(state.policy, 'per_user', 'nothing changed');
+  assert.equal((await replace({ policy: 'per_user', strategy: 'RESET' })).status, 200);
+  assert.equal((await w.call('/users/moved/profile')).status, 200, 'refilled by RESET, still served by its route');
+});
+
 test('an API key in Authorization is one bucket however its Bearer scheme is spelled', async () => {
   const send = (authorization) => w.call('/bearer', { headers: { authorization } });
   assert.equal((await send('Bearer k1')).status, 200);
