@@ -9,7 +9,7 @@
 //!   `Access-Control-Allow-Origin` for the origins in `[vars] CORS_ORIGINS`, so a page can read
 //!   them: a JSON list of origins (`["https://app.example.com"]`, answered with that origin,
 //!   `Access-Control-Allow-Credentials: true` and `Vary: Origin`), or `"*"` (any origin, without
-//!   credentials, as the Fetch standard requires). Unset, they carry none (the default).
+//!   credentials, as the Fetch standard requires). Unset or empty, they carry none (the default).
 
 use super::incoming::Incoming;
 
@@ -26,11 +26,14 @@ pub enum AllowedOrigins {
 }
 
 impl AllowedOrigins {
-    /// Reads `CORS_ORIGINS`: `"*"` (or `["*"]`), or a JSON list of origins.
+    /// Reads `CORS_ORIGINS`: `"*"` (or `["*"]`), or a JSON list of origins; empty is unset.
     ///
     /// # Errors
     /// A message saying what is wrong, for the configuration error.
     pub fn parse(text: &str) -> Result<Self, String> {
+        if text.trim().is_empty() {
+            return Ok(AllowedOrigins::None);
+        }
         if text.trim() == "*" {
             return Ok(AllowedOrigins::Any);
         }
@@ -86,6 +89,7 @@ mod tests {
     fn origins_parse_from_a_star_or_a_list() {
         assert_eq!(AllowedOrigins::parse("*"), Ok(AllowedOrigins::Any));
         assert_eq!(AllowedOrigins::parse(r#"["*"]"#), Ok(AllowedOrigins::Any));
+        assert_eq!(AllowedOrigins::parse(" "), Ok(AllowedOrigins::None), "empty, like an empty ORIGIN, is unset");
         assert_eq!(
             AllowedOrigins::parse(r#"["https://App.example.com", "http://localhost:5173"]"#),
             Ok(AllowedOrigins::Listed(vec!["https://app.example.com".into(), "http://localhost:5173".into()]))
