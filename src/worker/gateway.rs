@@ -33,7 +33,7 @@ pub async fn handle(req: &Incoming, env: &Env, settings: &Settings, started: f64
         },
         Admission::Refuse(response) => response,
     };
-    respond::add(own?, &settings.cors_origins.headers(req.header("Origin").as_deref()))
+    respond::add(own?, &settings.cors_origins.headers(|| req.header("Origin")))
 }
 
 /// What the gateway does with a request.

@@ -9,9 +9,10 @@
 //!
 //! A pattern is a path of segments: a literal, `:name` (any one segment, captured), `*` (any one
 //! segment) or, last, `**` (any rest, also none). Key sources: `{"source": "ip"}`
-//! (`CF-Connecting-IP`; IPv6 by its /64, or `"ipv6Prefix": n` bits), `{"source": "header", "name": …}`, `{"source": "apiKey", "header": …}`
-//! (default `X-API-Key`; a `Bearer` scheme in any case and surrounding spaces are dropped; the
-//! key is hashed), `{"source": "segment", "name": …}` and `{"source": "constant", "value": …}`.
+//! (`CF-Connecting-IP`; IPv6 by its /64, or `"ipv6Prefix": n` bits),
+//! `{"source": "header", "name": …}`, `{"source": "apiKey", "header": …}` (default `X-API-Key`;
+//! a `Bearer` scheme in any case and surrounding spaces are dropped; the key is hashed),
+//! `{"source": "segment", "name": …}` and `{"source": "constant", "value": …}`.
 
 use std::net::{IpAddr, Ipv6Addr};
 

@@ -314,36 +314,39 @@ test('429s that say nothing: the learner measures the success rate, then backs o
   assert.equal(pacer.acquire(demand()).reason, 'retry-after');
 });
 
-test('the learner probes upward after a calm, 5 % a second', () => {
+/** A pacer whose first answer after the probe was a 429 without headers, a second later. */
+function afterASilent429() {
   const { pacer, clock } = setup();
   learn(pacer, {});
   clock.t += 1000;
   pacer.observe(pacer.acquire(demand()).ticket, 429, seen({}));
-  const first = pacer.snapshot().scopes[0].learnedRate;
-  assert.equal(first, 1, 'no success to time: one a second');
-  for (let i = 0; i < 6; i++) {
+  return { pacer, clock };
+}
+
+/** `count` requests one second apart, each granted and answered 200. */
+function succeedEverySecond(pacer, clock, count) {
+  for (let i = 0; i < count; i++) {
     clock.t += 1000;
     const grant = pacer.acquire(demand());
     assert.equal(grant.ok, true);
     pacer.observe(grant.ticket, 200, seen({}));
   }
+}
+
+test('the learner probes upward after a calm, 5 % a second', () => {
+  const { pacer, clock } = afterASilent429();
+  const first = pacer.snapshot().scopes[0].learnedRate;
+  assert.equal(first, 1, 'no success to time: one a second');
+  succeedEverySecond(pacer, clock, 6);
   const raised = pacer.snapshot().scopes[0].learnedRate;
   assert.ok(Math.abs(raised - 1.05 ** 5) < 1e-9, `five increases after the 2 s calm, got ${raised}`);
 });
 
 test('the learned rate grows only while requests use it, so a long calm cannot make it unbounded', () => {
-  const { pacer, clock } = setup();
-  learn(pacer, {});
-  clock.t += 1000;
-  pacer.observe(pacer.acquire(demand()).ticket, 429, seen({}));
+  const { pacer, clock } = afterASilent429();
   // An hour of one request a second, each a success: the rate grows to twice that (one 5 % step
   // past it at most), no further.
-  for (let i = 0; i < 3600; i++) {
-    clock.t += 1000;
-    const grant = pacer.acquire(demand());
-    assert.equal(grant.ok, true);
-    pacer.observe(grant.ticket, 200, seen({}));
-  }
+  succeedEverySecond(pacer, clock, 3600);
   const rate = pacer.snapshot().scopes[0].learnedRate;
   assert.ok(rate >= 2 && rate <= 2 * 1.05, `about twice the 1/s in use, got ${rate}`);
 });
