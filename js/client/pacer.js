@@ -95,6 +95,7 @@ export class Pacer {
     consider(scope.blockedUntil - now, 'retry-after');
     const limits = this.#limitsOf(scope);
     for (const limit of limits) {
+      keepRoomForInflight(limit);
       const [ms, why] = this.#waitFor(limit, demand, now);
       consider(ms, why);
     }
@@ -314,6 +315,7 @@ export class Pacer {
     for (const [id, entry] of limit.inflight) {
       if (!mine || (id !== record.ticket.id && entry.mark < mine.mark)) unseen += entry.cost;
     }
+    keepRoomForInflight(limit);
     const quota = limit.quota ?? Infinity;
     const likely = Math.min(remaining - unseen, quota);
     const sure = likely - (mine?.overlap ?? 0);
@@ -429,10 +431,27 @@ export class Pacer {
  * as overlap: the server may have counted it before or after them, whichever answers first.
  */
 function settle(limit, id) {
+  keepRoomForInflight(limit);
   const { mark, cost } = limit.inflight.get(id) ?? {};
   limit.inflight.delete(id);
   if (!(cost > 0)) return;
   for (const entry of limit.inflight.values()) if (entry.mark > mark) entry.overlap += cost;
+}
+
+/**
+ * Caps a limit's level at its quota less what is in flight (docs/client.md, section
+ * "In flight at capacity"). The server counts a request when it arrives, the local bucket when it
+ * leaves; while the server is full it loses refill that the local bucket, already charged, would
+ * gain, so pacing would run ahead of the server by the flight time. Capping the level plus the
+ * requests in flight at the quota, at every event that reads the level or ends a flight, counts
+ * each request as if it arrived only when answered: never earlier than the server counted it.
+ */
+function keepRoomForInflight(limit) {
+  if (limit.bucket === null || !(limit.quota >= 1) || limit.inflight.size === 0) return;
+  let inflight = 0;
+  for (const { cost } of limit.inflight.values()) inflight += cost;
+  const room = limit.quota - inflight;
+  if (Number(limit.bucket.getAvailableTokens()) >= room) setLevel(limit.bucket, room, limit.quota);
 }
 
 /** Nanoseconds until `tokens` are there, as a number (Infinity if never). */
