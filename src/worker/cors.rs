@@ -31,11 +31,10 @@ impl AllowedOrigins {
     /// # Errors
     /// A message saying what is wrong, for the configuration error.
     pub fn parse(text: &str) -> Result<Self, String> {
-        if text.trim().is_empty() {
-            return Ok(AllowedOrigins::None);
-        }
-        if text.trim() == "*" {
-            return Ok(AllowedOrigins::Any);
+        match text.trim() {
+            "" => return Ok(AllowedOrigins::None),
+            "*" => return Ok(AllowedOrigins::Any),
+            _ => {}
         }
         let list: Vec<String> = serde_json::from_str(text)
             .map_err(|e| format!("CORS_ORIGINS must be \"*\" or a JSON list of origins: {e}"))?;
