@@ -167,9 +167,10 @@ export interface BucketListener {
 
 /** A listener with counters (Bucket4j's SimpleBucketListener). */
 export class SimpleListener implements BucketListener {
-  consumed: number;
-  rejected: number;
-  delayedNanos: number;
+  /** Numbers while exact, BigInts past 2^53. */
+  consumed: Exact;
+  rejected: Exact;
+  delayedNanos: Exact;
   aborted: number;
   onConsumed(tokens: Tokens): void;
   onRejected(tokens: Tokens): void;
@@ -278,6 +279,7 @@ export class BucketStore {
   removeExpired(): number;
   clear(): void;
   readonly size: number;
+  /** Frees the store's wasm memory now; any later use throws `STORE_FREED`. */
   free(): void;
 }
 

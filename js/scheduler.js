@@ -1,8 +1,8 @@
 // Bucket4j's SchedulingBucket, as promises: a wait is a reservation (the tokens are consumed at
 // once, as a debt), so a later request queues behind every earlier one, and the promise settles
 // after the wait by setTimeout: the event loop is never blocked.
-import { EdgeBucketError } from './errors.js';
-import { durationNanos } from './runtime.js';
+import { EdgeBucketError, invalidArgument } from './errors.js';
+import { durationNanos, describe } from './runtime.js';
 import * as ops from './operations.js';
 import { readClock } from './clock.js';
 
@@ -32,7 +32,8 @@ export class Scheduler {
    * @param {{ signal?: AbortSignal }} [options]
    * @returns {Promise<void>}
    */
-  async consume(tokens, { signal } = {}) {
+  async consume(tokens, options) {
+    const signal = signalOption(options);
     signal?.throwIfAborted();
     const wait = ops.reserve(this.#raw, tokens, Infinity, readClock(this.#clock));
     if (wait === null) {
@@ -51,7 +52,8 @@ export class Scheduler {
    * @param {{ signal?: AbortSignal }} [options]
    * @returns {Promise<boolean>}
    */
-  async tryConsume(tokens, maxWait, { signal } = {}) {
+  async tryConsume(tokens, maxWait, options) {
+    const signal = signalOption(options);
     signal?.throwIfAborted();
     const wait = ops.reserve(this.#raw, tokens, durationNanos(maxWait), readClock(this.#clock));
     if (wait === null) {
@@ -62,14 +64,15 @@ export class Scheduler {
     return true;
   }
 
+  // A wait that does not complete (aborted, or a listener threw) gives its tokens back.
   async #serve(tokens, wait, signal) {
     if (wait > 0) {
-      this.#listener?.onDelayed?.(wait);
       try {
+        this.#listener?.onDelayed?.(wait);
         await sleep(wait, signal);
       } catch (reason) {
         ops.addTokens(this.#raw, tokens, readClock(this.#clock));
-        this.#listener?.onAborted?.(reason);
+        if (signal?.aborted) this.#listener?.onAborted?.(reason);
         throw reason;
       }
     }
@@ -77,11 +80,28 @@ export class Scheduler {
   }
 }
 
+/** The `signal` of a scheduler call's options (`undefined` or `{ signal?: AbortSignal }`). */
+function signalOption(options) {
+  if (options === undefined) return undefined;
+  if (options === null || typeof options !== 'object') {
+    throw invalidArgument(`options must be an object, got ${describe(options)}`);
+  }
+  const { signal } = options;
+  if (signal !== undefined && typeof signal?.throwIfAborted !== 'function') {
+    throw invalidArgument(`options.signal must be an AbortSignal, got ${describe(signal)}`);
+  }
+  return signal;
+}
+
 /** Waits `nanos` (rounded up to whole milliseconds), or rejects with the signal's reason. */
 function sleep(nanos, signal) {
   // A BigInt wait is beyond 2^53 ns; Number() may round it down, so add a millisecond.
   let remaining = Math.ceil(Number(nanos) / 1e6) + (typeof nanos === 'bigint' ? 1 : 0);
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason); // aborted before the wait began (by a listener's onDelayed)
+      return;
+    }
     let timer;
     const onAbort = () => {
       clearTimeout(timer);

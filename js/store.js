@@ -1,6 +1,6 @@
 // Many buckets by key in wasm memory: the Rust core's BucketStore (Bucket4j's ProxyManager
 // idea, local). See src/core/store.rs for the memory layout, expiry and eviction.
-import { invalidArgument } from './errors.js';
+import { invalidArgument, EdgeBucketError } from './errors.js';
 import { raw, writeKey, integerArg, tokensArg, fail, result, ARG_TOKENS, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
 import { BucketConfiguration, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
 import { clockOption, readClock } from './clock.js';
@@ -21,7 +21,9 @@ import { consumptionProbe, estimationProbe } from './operations.js';
  * - `idleGrace` (default 0): a key expires once its bucket has been full that long (Bucket4j's
  *   expiry "time to refill to maximum" plus a grace). Expiry is eventual, as a TTL: insertions
  *   sweep a few keys each, eviction never spares an expired key, `removeExpired()` sweeps all. It is
- *   unobservable for greedy limits whose initial tokens are their capacity.
+ *   unobservable for greedy limits whose initial tokens are their capacity, while the
+ *   configuration stays: after a version change an expired key starts afresh under the new
+ *   configuration instead of carrying its tokens over by the strategy.
  * - `clock`: 'millis' (default, `Date.now()`), 'nanos', or a function returning nanoseconds.
  *
  * @example
@@ -117,9 +119,14 @@ export class BucketStore {
     return this.#raw.size;
   }
 
-  /** Frees the store's wasm memory now instead of at garbage collection; the store is then unusable. */
+  /**
+   * Frees the store's wasm memory now instead of at garbage collection. Any later use throws
+   * `STORE_FREED`; freeing again does nothing.
+   */
   free() {
+    if (this.#raw === FREED) return;
     this.#raw.free();
+    this.#raw = FREED;
   }
 
   #settle(status, key, again) {
@@ -141,3 +148,13 @@ export class BucketStore {
     this.#raw.supply(writeKey(key), rawConfiguration(configuration), readClock(this.#clock));
   }
 }
+
+/** Stands in for a freed store's wasm object: every use throws. */
+const FREED = new Proxy(
+  {},
+  {
+    get() {
+      throw new EdgeBucketError('STORE_FREED', 'the store was freed (store.free()); create another');
+    },
+  },
+);

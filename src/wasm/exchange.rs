@@ -8,7 +8,9 @@
 //!   beyond 2^53 is `NaN` here and exact in the `i64` of the same slot.
 //! - `8 × SLOTS`: [`SLOTS`] `i64`: exact results beyond 2^53, and BigInt arguments from JS.
 //! - `16 × SLOTS`: [`SLOTS`] `u32` flags: JS sets one to 1 beside a BigInt argument (and passes
-//!   `NaN` as the number); Rust clears it when it takes the argument.
+//!   `NaN` as the number); Rust clears it when it takes the argument, except the time's: one JS
+//!   operation passes the time it read to several calls (diagnostics, a verbose result), and JS
+//!   clears that flag itself whenever it passes a `NaN` number.
 //! - `20 × SLOTS`: [`KEY_BYTES`] bytes: the key of a store operation.
 
 use std::cell::RefCell;
@@ -115,6 +117,15 @@ pub(crate) fn take_big(slot: usize) -> Option<i64> {
     EXCHANGE.with(|e| {
         let mut e = e.borrow_mut();
         (std::mem::take(&mut e.given[slot]) == 1).then_some(e.integers[slot])
+    })
+}
+
+/// The BigInt time JS left in [`ARG_TIME`], if it flagged one; the flag stays (see the module
+/// docs).
+pub(crate) fn given_time() -> Option<i64> {
+    EXCHANGE.with(|e| {
+        let e = e.borrow();
+        (e.given[ARG_TIME] == 1).then_some(e.integers[ARG_TIME])
     })
 }
 

@@ -9,7 +9,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::errors::BindingError;
-use super::exchange::{self, ARG_TIME};
+use super::exchange;
 use crate::{DurationSpec, Error};
 
 const NANOS_PER_MILLI: i64 = 1_000_000;
@@ -43,7 +43,7 @@ impl Clock {
         let nanos = match units {
             Some(units) if units.abs() <= self.max_units => Some(units * self.nanos_per_unit),
             Some(_) => None,
-            None if value.is_nan() => exchange::take_big(ARG_TIME),
+            None if value.is_nan() => exchange::given_time(),
             None if self.nanos_per_unit == NANOS_PER_MILLI && value.is_finite() => fractional_millis(value),
             None => None,
         };

@@ -62,3 +62,31 @@ test('a verbose view of a listenable bucket still reports', () => {
   bucket.toListenable(listener).asVerbose().tryConsume(3);
   assert.equal(listener.consumed, 3);
 });
+
+test('a BigInt clock serves diagnostics and verbose results, which read the time more than once', () => {
+  const clock = { t: 10n ** 18n };
+  const bucket = Bucket.builder()
+    .addLimit((l) => l.capacity(10).refillGreedy(10, '1s').id('a'))
+    .addLimit((l) => l.capacity(20).refillGreedy(20, '1s').id('b'))
+    .withCustomTimeMeter(() => clock.t)
+    .build();
+  assert.deepEqual(bucket.getDiagnostics().bandwidths.map((b) => b.availableTokens), [10, 20]);
+  const result = bucket.asVerbose().tryConsume(3);
+  assert.equal(result.value, true);
+  assert.deepEqual(result.diagnostics.bandwidths.map((b) => b.availableTokens), [7, 17]);
+  assert.equal(bucket.getAvailableTokens(), 7, 'consumed once');
+  clock.t += 100_000_000n;
+  assert.equal(bucket.asVerbose().getAvailableTokens().diagnostics.availableTokens, 8);
+});
+
+test("a SimpleListener's sums stay exact past 2^53, as BigInts", () => {
+  const { bucket } = manual();
+  const listener = new SimpleListener();
+  const observed = bucket.toListenable(listener);
+  observed.tryConsume(2n ** 62n);
+  observed.tryConsume(1);
+  assert.equal(listener.rejected, 2n ** 62n);
+  assert.equal(listener.consumed, 1, 'a number while exact');
+  listener.onConsumed(Number.MAX_SAFE_INTEGER);
+  assert.equal(listener.consumed, 2n ** 53n);
+});

@@ -96,6 +96,29 @@ test('bad arguments reject with EdgeBucketError and reserve nothing', async (t) 
   assert.equal(bucket.getAvailableTokens(), 10);
 });
 
+test('bad options reject with EdgeBucketError and reserve nothing', async (t) => {
+  const { scheduler, bucket } = scenario(t);
+  await assert.rejects(scheduler.consume(1, null), { code: 'INVALID_ARGUMENT' });
+  await assert.rejects(scheduler.consume(1, { signal: {} }), { code: 'INVALID_ARGUMENT' });
+  await assert.rejects(scheduler.tryConsume(1, '1s', 5), { code: 'INVALID_ARGUMENT' });
+  assert.equal(bucket.getAvailableTokens(), 10);
+});
+
+test('a wait that a listener aborts or fails in onDelayed returns its tokens', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const controller = new AbortController();
+  const bucket = Bucket.builder().addLimit((l) => l.capacity(10).refillGreedy(10, '1s')).withCustomTimeMeter(() => 0).build();
+  bucket.tryConsume(10);
+  const heard = [];
+  const aborting = bucket.toListenable({ onDelayed: () => controller.abort(), onAborted: (reason) => heard.push(reason.name) });
+  await assert.rejects(aborting.asScheduler().consume(5, { signal: controller.signal }), { name: 'AbortError' });
+  assert.deepEqual(heard, ['AbortError']);
+  const failure = new Error('listener failed');
+  const failing = bucket.toListenable({ onDelayed: () => { throw failure; }, onAborted: () => assert.fail('not an abort') });
+  await assert.rejects(failing.asScheduler().consume(5), (e) => e === failure);
+  assert.equal(bucket.getAvailableTokens(), 0, 'both reservations returned');
+});
+
 test('waits longer than setTimeout allows are chained', async (t) => {
   t.mock.timers.enable({ apis: ['setTimeout'] });
   const clock = { t: 0 };

@@ -165,6 +165,27 @@ test('thousands of keys stay distinct across wasm memory growth', () => {
   store.free();
 });
 
+test('after a version change an expired key starts afresh instead of carrying tokens over', () => {
+  const capacity = (n) => BucketConfiguration.builder().addLimit((l) => l.capacity(n).refillGreedy(1, '1h')).build();
+  const held = {};
+  for (const idleGrace of [0, '1h']) {
+    const { store } = manual({ configuration: capacity(30), idleGrace });
+    store.getAvailableTokens('k'); // full, hence expired at once with no grace
+    store.configure({ configuration: capacity(40), version: 1, strategy: 'AS_IS' });
+    held[idleGrace] = store.getAvailableTokens('k');
+  }
+  assert.deepEqual(held, { 0: 40, '1h': 30 });
+});
+
+test('a freed store throws STORE_FREED; freeing again does nothing', () => {
+  const { store } = manual({ configuration: limit(3, 1) });
+  store.tryConsume('k', 1);
+  store.free();
+  store.free();
+  assert.throws(() => store.tryConsume('k', 1), (e) => e instanceof EdgeBucketError && e.code === 'STORE_FREED');
+  assert.throws(() => store.size, { code: 'STORE_FREED' });
+});
+
 test('one configuration serves many stores and buckets (it is never consumed)', () => {
   const shared = limit(3, 1);
   const stores = [new BucketStore({ configuration: shared }), new BucketStore({ configuration: shared })];

@@ -20,7 +20,7 @@ const verbose: VerboseResult<boolean> = bucket.asVerbose().tryConsume(1);
 bucket.replaceConfiguration(config, TokensInheritanceStrategy.PROPORTIONALLY);
 const listener = new SimpleListener();
 const observed: Bucket = bucket.toListenable(listener);
-const consumed: number = listener.consumed;
+const consumed: Exact = listener.consumed;
 
 async function schedule(signal: AbortSignal): Promise<boolean> {
   await bucket.asScheduler().consume(5, { signal });
