@@ -95,12 +95,15 @@ impl InstantSpec {
     ///
     /// # Errors
     /// [`Error::InvalidDuration`] for unreadable text, fractional milliseconds or an instant
-    /// outside the 64-bit nanosecond range (years 1677 to 2262).
+    /// outside the 64-bit nanosecond range (years 1677 to 2262). Text is RFC 3339 from 1970 on
+    /// (humantime's range): an earlier year is unreadable text, where milliseconds before the
+    /// epoch are a number the caller judges.
     pub fn to_nanos(&self) -> Result<i64> {
         let nanos = match self {
             InstantSpec::Millis(ms) => whole_millis(*ms)? as i128 * 1_000_000,
             InstantSpec::Text(text) => {
-                let time = humantime::parse_rfc3339_weak(text).map_err(|e| invalid(text, e.to_string()))?;
+                let time = humantime::parse_rfc3339_weak(text)
+                    .map_err(|e| invalid(text, format!("{e} (RFC 3339, from 1970 on)")))?;
                 match time.duration_since(UNIX_EPOCH) {
                     Ok(after) => after.as_nanos() as i128,
                     Err(before) => -(before.duration().as_nanos() as i128),

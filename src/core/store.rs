@@ -455,14 +455,20 @@ impl BucketStore {
     }
 
     /// Copies the live keys into a fresh arena, reclaiming removed keys' bytes.
+    ///
+    /// In the keys' arena order, not slot order: then the copy never needs more chunks than the
+    /// keys had (each chunk's live keys fit in one chunk, so the copy of chunk `i` ends in chunk
+    /// `i` or earlier), which a full key space relies on. Slot ids are reused, so slot order can
+    /// interleave long keys from different chunks and pack worse.
     fn compact_keys(&mut self) {
+        let slots = &self.slots;
+        let mut live: Vec<u32> = (0..slots.high_water()).filter(|&id| slots.get(id).is_live()).collect();
+        live.sort_unstable_by_key(|&id| slots.get(id).key);
         let empty = self.keys.emptied();
         let old = std::mem::replace(&mut self.keys, empty);
-        for id in 0..self.slots.high_water() {
+        for id in live {
             let slot = self.slots.get_mut(id);
-            if slot.is_live() {
-                slot.key = self.keys.insert(old.get(slot.key, slot.key_len));
-            }
+            slot.key = self.keys.insert(old.get(slot.key, slot.key_len));
         }
     }
 
@@ -668,6 +674,27 @@ mod tests {
         store.try_consume(&big(b'c'), 1, 0).unwrap();
         assert!(store.contains_key(&big(b'b')) && store.contains_key(&big(b'c')));
         assert_eq!(store.get_available_tokens(&big(b'b'), 0), Ok(Some(9)));
+    }
+
+    #[test]
+    fn compaction_of_a_full_key_space_never_needs_more_chunks() {
+        let mut store = store(10, Some(greedy(10, 1)));
+        store.keys = KeyArena::with_max_chunks(2);
+        let key = |c: u8, n: usize| vec![c; n];
+        store.try_consume(&key(b'a', 33_000), 1, 0).unwrap(); // slot 0, chunk 0
+        store.try_consume(&key(b'g', 1), 1, 0).unwrap(); // slot 1
+        store.try_consume(&key(b'b', 32_535), 1, 0).unwrap(); // slot 2: chunk 0 is full
+        assert!(store.remove(&key(b'g', 1))); // one byte of garbage; slot 1 is free
+        store.try_consume(&key(b'c', 33_000), 1, 0).unwrap(); // slot 1 again, chunk 1
+        store.try_consume(&key(b'd', 32_536), 1, 0).unwrap(); // slot 3: chunk 1 is full
+
+        // Full: compaction runs, and in slot order (a, c, b, d) it would need a third chunk.
+        let refused = store.try_consume(b"z", 1, 0);
+        assert_eq!(refused, Err(Error::KeySpaceFull { max_bytes: KEY_SPACE_BYTES }));
+        for (c, n) in [(b'a', 33_000), (b'b', 32_535), (b'c', 33_000), (b'd', 32_536)] {
+            assert_eq!(store.get_available_tokens(&key(c, n), 0), Ok(Some(9)), "key {} kept", c as char);
+        }
+        assert_eq!(store.len(), 4);
     }
 
     #[test]
