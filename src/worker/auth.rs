@@ -56,10 +56,13 @@ impl Secrets {
     }
 }
 
-/// The token of `Bearer <token>`; the scheme is case-insensitive (RFC 9110 §11.1).
+/// The token of `Bearer <token>`; the scheme is case-insensitive (RFC 9110 §11.1). Only spaces
+/// and tabs separate them (HTTP's whitespace): a byte such as 0xA0 arrives as a Unicode space,
+/// and trimming it would turn a token of that byte into an empty one. No token is `None`.
 pub fn bearer_token(header: &str) -> Option<&str> {
     let (scheme, token) = header.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim_start())
+    let token = token.trim_start_matches([' ', '\t']);
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// Compares the SHA-256 digests of both, every byte: timing reveals neither a common prefix nor
@@ -88,6 +91,16 @@ mod tests {
         assert_eq!(s.check(Role::Admin, Some("Bearer svc")).unwrap_err().code, "FORBIDDEN");
         assert_eq!(s.check(Role::Admin, Some("Bearer roo")).unwrap_err().status, 403);
         assert_eq!(secrets(None, None).check(Role::Admin, Some("Bearer x")).unwrap_err().code, "ADMIN_DISABLED");
+        assert_eq!(s.check(Role::Admin, Some("Bearer  \troot")), Ok(()), "spaces and tabs separate");
+        assert_eq!(s.check(Role::Admin, Some("Bearer ")).unwrap_err().code, "UNAUTHORIZED", "no token");
+    }
+
+    #[test]
+    fn a_unicode_space_is_part_of_the_token_never_trimmed_into_an_empty_one() {
+        assert_eq!(bearer_token("Bearer \u{a0}"), Some("\u{a0}"));
+        assert_eq!(bearer_token("Bearer \u{85}"), Some("\u{85}"));
+        let empty = secrets(Some(""), None); // settings never make one (an empty secret is unset)
+        assert_eq!(empty.check(Role::Admin, Some("Bearer \u{a0}")).unwrap_err().code, "FORBIDDEN");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! the Durable Object and the in-isolate fallback buckets. Pure: no storage, no clock.
 
 use super::errors::ApiError;
-use super::policy::{Policies, Policy};
+use super::policy::{item_name, Policies, Policy};
 use super::protocol::{BandwidthView, Command, Mode, Outcome};
 use crate::{codec, TokenBucket, INFINITY_DURATION};
 
@@ -96,12 +96,23 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
         wait,
         now,
     )?;
-    if !existed && !changed {
-        // Created only to answer (an estimate, a refused reservation): nothing moved, so it is
-        // not kept. Nothing is written and the key stays unknown, as if never asked about.
-        *held = None;
+    if existed || changed {
+        return Ok(Effect { outcome, changed });
     }
-    Ok(Effect { outcome, changed })
+    // Created only to answer: nothing moved. A full bucket (initial tokens at capacity) is not
+    // kept: a fresh one later is the same, so the key stays unknown and nothing is written. One
+    // below capacity is kept by a refused consume or reservation, else every later request
+    // would meet a fresh bucket again and refill would never accrue; an estimate keeps nothing.
+    let bucket = &held.as_ref().expect("created").bucket;
+    if is_estimate(command) || bucket.nanos_to_full_refill(now) == 0 {
+        *held = None;
+        return Ok(Effect { outcome, changed: false });
+    }
+    Ok(Effect { outcome, changed: true })
+}
+
+fn is_estimate(command: &Command) -> bool {
+    matches!(command, Command::Consume { mode: Mode::Estimate, .. })
 }
 
 /// Runs `operation` on the bucket under `policy` (created or replaced first if need be) and
@@ -247,19 +258,15 @@ fn outcome(held: &Held, cost: i64, allowed: bool, wait_nanos: i64, now: i64) -> 
     })
 }
 
-fn item_name(policy: &str, id: Option<&str>, index: usize, count: usize) -> String {
-    match (id, count) {
-        (Some(id), _) => id.to_owned(),
-        (None, 1) => policy.to_owned(),
-        (None, _) => format!("{policy}-{}", index + 1),
-    }
-}
-
 /// Seconds to refill from empty to capacity, rounded up, at least 1 (the draft requires w > 0).
+/// Interval refills arrive only at whole periods: as many periods as it takes.
 fn window_seconds(bandwidth: &crate::Bandwidth) -> i64 {
     let refill = bandwidth.refill();
-    // All three are positive: unsigned arithmetic, and the product fits in 126 bits.
-    let nanos = (bandwidth.capacity() as u128 * refill.period_nanos() as u128).div_ceil(refill.tokens() as u128);
+    // All three are positive: unsigned arithmetic, and the products fit in 126 bits.
+    let (capacity, period, tokens) =
+        (bandwidth.capacity() as u128, refill.period_nanos() as u128, refill.tokens() as u128);
+    let nanos =
+        if refill.is_intervally() { capacity.div_ceil(tokens) * period } else { (capacity * period).div_ceil(tokens) };
     nanos.div_ceil(NANOS_PER_SECOND).clamp(1, INFINITY_DURATION as u128) as i64
 }
 
@@ -325,6 +332,37 @@ mod tests {
         assert_eq!(held, None, "nothing to write, and the key stays unknown");
         assert!(apply(&mut held, &consume(1, Mode::Try), &p, T0).unwrap().changed);
         assert!(held.is_some());
+    }
+
+    #[test]
+    fn a_refused_first_request_keeps_a_bucket_below_capacity_so_refill_accrues() {
+        let p = Policies::parse(
+            r#"{ "slow": { "bandwidths": [{ "capacity": 10, "initialTokens": 0,
+                "refill": { "kind": "greedy", "tokens": 1, "period": "1s" } }] } }"#,
+        )
+        .unwrap();
+        let take = |tokens| Command::Consume { policy: "slow".into(), tokens, mode: Mode::Try };
+        let mut held = None;
+        let estimate = Command::Consume { policy: "slow".into(), tokens: 1, mode: Mode::Estimate };
+        assert!(!apply(&mut held, &estimate, &p, T0).unwrap().changed);
+        assert_eq!(held, None, "an estimate keeps nothing, even below capacity");
+        let refused = apply(&mut held, &take(1), &p, T0).unwrap();
+        assert!(!refused.outcome.allowed && refused.changed, "kept, and written");
+        assert!(held.is_some());
+        let later = apply(&mut held, &take(1), &p, T0 + 1_000 * MS).unwrap();
+        assert!(later.outcome.allowed, "a token accrued since the first request");
+    }
+
+    #[test]
+    fn an_interval_window_counts_whole_periods() {
+        let p = Policies::parse(
+            r#"{ "i": { "bandwidths": [{ "capacity": 10, "refill": { "kind": "intervally", "tokens": 3, "period": "1m" } }] },
+                 "g": { "bandwidths": [{ "capacity": 10, "refill": { "kind": "greedy", "tokens": 3, "period": "1m" } }] } }"#,
+        )
+        .unwrap();
+        let window = |policy: &str| p.get(policy).unwrap().configuration.bandwidths()[0].clone();
+        assert_eq!(window_seconds(&window("i")), 240, "four refills of 3 fill 10");
+        assert_eq!(window_seconds(&window("g")), 200);
     }
 
     #[test]

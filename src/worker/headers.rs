@@ -56,18 +56,29 @@ pub fn for_outcome(outcome: &Outcome, context: Context) -> Vec<(&'static str, St
 
 /// `RateLimit-Policy`: `"name";q=capacity;w=window` per bandwidth.
 pub fn policy_field(bandwidths: &[BandwidthView]) -> String {
-    list(bandwidths, |b| format!("{};q={};w={}", sf_string(&b.name), b.capacity, b.window_seconds))
+    list(bandwidths, |b| {
+        format!("{};q={};w={}", sf_string(&b.name), sf_integer(b.capacity), sf_integer(b.window_seconds))
+    })
 }
 
 /// `RateLimit`: `"name";r=remaining;t=seconds` per bandwidth.
 pub fn limit_field(bandwidths: &[BandwidthView]) -> String {
     list(bandwidths, |b| {
-        let mut item = format!("{};r={}", sf_string(&b.name), b.available.max(0));
+        let mut item = format!("{};r={}", sf_string(&b.name), sf_integer(b.available.max(0)));
         if let Some(t) = seconds_up(b.wait_nanos) {
-            item.push_str(&format!(";t={t}"));
+            item.push_str(&format!(";t={t}")); // nanoseconds in an i64: at most 10 digits of seconds
         }
         item
     })
+}
+
+/// The largest Structured Field integer (RFC 8941 §3.3.1: at most 15 digits).
+pub const MAX_SF_INTEGER: i64 = 999_999_999_999_999;
+
+/// `n` (at least 0) within [`MAX_SF_INTEGER`]: a parser must refuse the whole field for a longer
+/// integer. Only beyond 10^15 tokens or seconds (31 million years) does it change anything.
+fn sf_integer(n: i64) -> i64 {
+    n.min(MAX_SF_INTEGER)
 }
 
 /// `Retry-After` seconds for a rejection: the wait rounded up, and at least every `t`.
@@ -154,6 +165,14 @@ mod tests {
         let estimate = for_outcome(&exact, Context { estimate: true, ..Context::default() });
         assert!(!estimate.iter().any(|(name, _)| *name == "Retry-After"), "an estimate is a 200");
         assert!(estimate.contains(&("RateLimit", r#""b";r=0;t=3"#.into())));
+    }
+
+    #[test]
+    fn integers_stay_within_structured_fields_fifteen_digits() {
+        let huge = 10_000_000_000_000_000;
+        let o = outcome(false, huge, vec![view("b", huge, huge, huge, huge)]);
+        assert_eq!(policy_field(&o.bandwidths), r#""b";q=999999999999999;w=999999999999999"#);
+        assert_eq!(limit_field(&o.bandwidths), r#""b";r=999999999999999;t=10000000"#, "t is in seconds");
     }
 
     #[test]

@@ -101,7 +101,7 @@ impl Policy {
         let spec: ConfigurationSpec =
             serde_json::from_value(Value::Object(configuration)).map_err(|e| format!("configuration: {e}"))?;
         let configuration = BucketConfiguration::try_from(spec).map_err(|e| format!("{}: {e}", e.code()))?;
-        check_bandwidth_ids(&configuration)?;
+        check_bandwidth_ids(name, &configuration)?;
         let idle_grace = match fields.idle_grace {
             Some(spec) => {
                 let nanos = spec.to_nanos().map_err(|e| format!("idleGrace: {e}"))?;
@@ -132,13 +132,32 @@ fn check_name(name: &str) -> Result<(), String> {
 }
 
 /// Bandwidth ids become Structured Field strings in the `RateLimit` headers: printable ASCII.
-fn check_bandwidth_ids(configuration: &BucketConfiguration) -> Result<(), String> {
-    for id in configuration.bandwidths().iter().filter_map(|b| b.id()) {
+fn check_bandwidth_ids(name: &str, configuration: &BucketConfiguration) -> Result<(), String> {
+    let bandwidths = configuration.bandwidths();
+    for id in bandwidths.iter().filter_map(|b| b.id()) {
         if id.is_empty() || !id.chars().all(|c| c.is_ascii_graphic() || c == ' ') {
             return Err(format!("bandwidth id {id:?} must be printable ASCII (it names a RateLimit header item)"));
         }
     }
+    let names: Vec<String> =
+        bandwidths.iter().enumerate().map(|(i, b)| item_name(name, b.id(), i, bandwidths.len())).collect();
+    if let Some((i, duplicate)) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)) {
+        return Err(format!(
+            "bandwidth {} would be named {duplicate:?} in the RateLimit headers, as another is: give it an id",
+            i + 1
+        ));
+    }
     Ok(())
+}
+
+/// The `RateLimit` item name of bandwidth `index` of `count`: its id, else the policy's name (one
+/// bandwidth) or `policy-N` (N from 1). Unique within a policy (checked when it is read).
+pub fn item_name(policy: &str, id: Option<&str>, index: usize, count: usize) -> String {
+    match (id, count) {
+        (Some(id), _) => id.to_owned(),
+        (None, 1) => policy.to_owned(),
+        (None, _) => format!("{policy}-{}", index + 1),
+    }
 }
 
 #[cfg(test)]
@@ -153,6 +172,17 @@ mod tests {
                    { "id": "hourly", "capacity": 1000, "refill": { "kind": "intervally", "tokens": 1000, "period": "1h" } } ] },
         "plain": { "bandwidths": [ { "capacity": 5, "refill": { "kind": "greedy", "tokens": 5, "period": 1000 } } ] }
     }"#;
+
+    #[test]
+    fn generated_item_names_never_collide_with_ids() {
+        let clash = r#"{ "api": { "bandwidths": [
+            { "capacity": 10, "refill": { "kind": "greedy", "tokens": 5, "period": "1s" } },
+            { "id": "api-1", "capacity": 100, "refill": { "kind": "greedy", "tokens": 100, "period": "1m" } } ] } }"#;
+        let error = Policies::parse(clash).unwrap_err();
+        assert!(error.contains("\"api-1\"") && error.contains("give it an id"), "{error}");
+        assert_eq!(item_name("api", None, 1, 2), "api-2");
+        assert_eq!(item_name("api", None, 0, 1), "api");
+    }
 
     #[test]
     fn reads_the_configuration_schema_and_the_policy_fields() {

@@ -163,14 +163,25 @@ fn parse_pattern(pattern: &str) -> Result<Vec<Segment>, String> {
 /// The segments of a request path as an origin sees them, for matching: each percent-decoded
 /// (so `/%61pi` is `/api`), empty and `.` segments dropped, `..` removing the one before.
 ///
+/// The forwarded request's URL is parsed by the URL standard, which for http(s) reads `\` as
+/// `/` and drops tabs and newlines, so the path is split and cleaned the same way: otherwise
+/// `/x\..\api/1` would match no route and yet reach the origin as `/api/1`.
+///
 /// # Errors
-/// 400 `INVALID_PATH` when a segment is not UTF-8 once decoded, or contains an encoded `/`:
-/// origins disagree on whether `%2F` separates segments, so either reading would let a request
-/// escape its route's limit at an origin that reads it the other way.
+/// 400 `INVALID_PATH` when a segment is not UTF-8 once decoded, or contains an encoded `/` or
+/// `\`: origins disagree on whether `%2F` (or, on Windows, `%5C`) separates segments, so either
+/// reading would let a request escape its route's limit at an origin that reads it the other way.
 pub fn segments(path: &str) -> Result<Vec<String>, ApiError> {
     let invalid = |message: &str| ApiError::bad_request("INVALID_PATH", message);
+    let cleaned: String;
+    let path = if path.contains(['\t', '\n', '\r']) {
+        cleaned = path.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
+        &cleaned
+    } else {
+        path
+    };
     let mut parts: Vec<String> = Vec::new();
-    for raw in path.split('/') {
+    for raw in path.split(['/', '\\']) {
         let part =
             percent_decode_str(raw).decode_utf8().map_err(|_| invalid("the path is not UTF-8 once percent-decoded"))?;
         match &*part {
@@ -178,7 +189,9 @@ pub fn segments(path: &str) -> Result<Vec<String>, ApiError> {
             ".." => {
                 parts.pop();
             }
-            p if p.contains('/') => return Err(invalid("an encoded '/' (%2F) in a path segment is ambiguous")),
+            p if p.contains(['/', '\\']) => {
+                return Err(invalid("an encoded '/' or '\\' (%2F, %5C) in a path segment is ambiguous"))
+            }
             p => parts.push(p.to_owned()),
         }
     }
@@ -316,8 +329,13 @@ mod tests {
         assert_eq!(at("/a%20b"), ["a b"]);
         assert_eq!(segments("/api%2Fx").unwrap_err().code, "INVALID_PATH");
         assert_eq!(segments("/%FF").unwrap_err().code, "INVALID_PATH");
+        // As the URL standard reads the forwarded URL: `\` separates, tabs and newlines vanish.
+        assert_eq!(at("/x\\..\\api/1"), ["api", "1"]);
+        assert_eq!(at("/api\\1"), ["api", "1"]);
+        assert_eq!(at("/a\tp\ni/1"), ["api", "1"]);
+        assert_eq!(segments("/api%5C1").unwrap_err().code, "INVALID_PATH");
         let table = routes(r#"[{"pattern": "/api/**", "policy": "api", "key": {"source": "ip"}}]"#).unwrap();
-        for path in ["/%61pi/x", "/API/../api/x", "/./api//x"] {
+        for path in ["/%61pi/x", "/API/../api/x", "/./api//x", "/v1\\..\\api/x"] {
             assert!(find(&table, Method::Plain("GET"), &at(path)).is_some(), "{path}");
         }
     }

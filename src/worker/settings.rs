@@ -62,7 +62,9 @@ fn read(env: &Env) -> Result<Settings, ApiError> {
         Some(text) => AllowedOrigins::parse(&text).map_err(ApiError::configuration)?,
         None => AllowedOrigins::None,
     };
-    let secrets = Secrets { admin_token: var(env, "ADMIN_TOKEN"), api_key: var(env, "API_KEY") };
+    // An empty secret is unset, as an empty ORIGIN is: it must never be matched by an empty token.
+    let secret = |name| var(env, name).filter(|value| !value.trim().is_empty());
+    let secrets = Secrets { admin_token: secret("ADMIN_TOKEN"), api_key: secret("API_KEY") };
     let log_decisions = var(env, "LOG_DECISIONS").is_none_or(|v| v != "false");
     Ok(Settings { policies, routes, origin, cors_origins, secrets, log_decisions })
 }

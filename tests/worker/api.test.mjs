@@ -184,6 +184,25 @@ test('service calls need the API key when one is set; admin endpoints are off wi
   }
 });
 
+test('empty secrets are unset; a first request refused by initial tokens starts the refill', async () => {
+  const slow = { bandwidths: [{ capacity: 10, initialTokens: 0, refill: { kind: 'greedy', tokens: 1, period: '100ms' } }] };
+  const open = await start({ vars: { POLICIES: { ...POLICIES, slow }, API_KEY: '', ADMIN_TOKEN: '' } });
+  try {
+    // 0xA0 is a Unicode space once decoded: it must not be trimmed into the empty token.
+    const r = await open.call('/v1/buckets/k', { headers: { authorization: 'Bearer \u00a0' } });
+    assert.equal(r.status, 403);
+    assert.equal((await r.json()).code, 'ADMIN_DISABLED');
+    const take = () => open.call('/v1/buckets/slow-key/consume', post({ policy: 'slow' }));
+    assert.equal((await take()).status, 429, 'no initial tokens; the service is open without an API key');
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const later = await take();
+    assert.equal(later.status, 200, 'the refill accrued from the first request');
+    assert.ok((await later.json()).remaining >= 1);
+  } finally {
+    await open.stop();
+  }
+});
+
 test('bad input: a 4xx problem with a code, never a 5xx, and nothing changes', async () => {
   const k = key();
   await consume(k, { policy: 'one', tokens: 2 });

@@ -67,6 +67,18 @@ test('an encoded path is limited like the plain one; an encoded slash is refused
   assert.equal(o.requests.length, before, 'not forwarded');
 });
 
+test('backslashes separate segments, as the URL parser reads the forwarded path', async () => {
+  const send = (path) =>
+    rawRequest(w.url, `POST ${path} HTTP/1.1\r\nX-User: bs\r\nContent-Length: 1\r\nConnection: close`, 'x');
+  assert.equal((await send('/items/1')).status, 200);
+  assert.equal((await send('/items/1')).status, 200);
+  const before = o.requests.length;
+  assert.equal((await send('/x\\..\\items/1')).status, 429, 'the same route and bucket, not an unlimited path');
+  assert.equal((await send('/items\\1')).status, 429);
+  assert.equal((await send('/items%5C1')).status, 400, 'an encoded backslash is ambiguous');
+  assert.equal(o.requests.length, before, 'none forwarded');
+});
+
 test('429 problem+json once exhausted, and the origin never sees the request', async () => {
   const send = () => w.call('/items/9', { method: 'PUT', headers: { 'x-user': 'bob' }, body: 'x' });
   assert.equal((await send()).status, 200);
