@@ -62,7 +62,7 @@ export interface PacedEvent {
   request: Request;
   /** Milliseconds the request was told to wait (Infinity: until a response changes things). */
   wait: number;
-  /** `"policy"`, `"reset"`, `"retry-after"`, `"learned"`, `"probe"`, `"concurrency"` or `"leader"`. */
+  /** `"policy"`, `"reset"`, `"retry-after"`, `"learned"`, `"probe"`, `"concurrency"`, `"leader"` or `"retry"` (a retry's own backoff). */
   reason: string;
 }
 
@@ -156,6 +156,8 @@ export interface LimitSnapshot {
   origin: string;
   policy: string;
   partitionKey: string;
+  /** The scope it was learned in, when the server sent no partition key (`pk`). */
+  scope?: string;
   unit: string;
   quota?: number;
   window?: number;

@@ -6,7 +6,9 @@
 //   option. A scope learns which policies its requests fall under and their partition keys.
 // - A *limit* is one policy × partition key of one origin: a local edgebucket Bucket configured
 //   from `q`/`w` (policies.js) and corrected from `r`/`t`. Two scopes the server puts in the
-//   same partition share it.
+//   same partition (`pk`) share it. Without a `pk` (X-RateLimit, or a draft-10 policy without
+//   one) the scope stands for the partition: the client's `partition` option is its word that
+//   the server counts those requests apart.
 // - Retry-After blocks the scope and takes precedence over `t`. A 429 that says nothing feeds
 //   the scope's Learner (learner.js).
 // - Until a scope's first response, one request at a time goes (a probe), so the policy is
@@ -18,6 +20,15 @@ import { PACED_UNITS, CONCURRENCY_UNIT, MIN_WINDOW, configurationFor, configurat
 import { Learner } from './learner.js';
 
 const NANOS_PER_MS = 1e6;
+
+/**
+ * A scope unused this long (and at least its longest window, when its limits would be full
+ * again anyway) is forgotten with the limits only it used, so a server keyed by thousands of
+ * partitions does not grow the client without bound. A forgotten scope probes again.
+ */
+const IDLE_SCOPE_MS = 60_000;
+/** How often idle scopes are looked for, at most. */
+const SWEEP_EVERY_MS = 10_000;
 
 /**
  * What a request needs from the model.
@@ -53,6 +64,7 @@ export class Pacer {
   #limits = new Map();
   #tickets = new Map();
   #next = 1;
+  #lastSweep;
   // Ticket ids name their pacer, so a tab leader never takes a predecessor's ticket for its own.
   #nonce = Math.random().toString(36).slice(2, 10);
   #listeners = new Set();
@@ -74,6 +86,7 @@ export class Pacer {
     this.#probe = probe;
     this.#ticketTtl = ticketTtl;
     this.#origin = now();
+    this.#lastSweep = this.#origin;
   }
 
   /**
@@ -85,7 +98,9 @@ export class Pacer {
   acquire(demand) {
     const now = this.#now();
     this.#expireTickets(now);
+    this.#sweep(now);
     const scope = this.#scope(demand);
+    scope.lastUsed = now;
     if (this.#probe && !scope.known && scope.probe !== null) return { ok: false, wait: Infinity, reason: 'probe' };
     let wait = 0;
     let reason = '';
@@ -116,6 +131,7 @@ export class Pacer {
     const record = this.#tickets.get(ticket.id);
     const scope = this.#scope(ticket);
     scope.known = true;
+    scope.lastUsed = now;
     if (!observation.cached) this.#learnFrom(scope, record, status, observation, now);
     this.#forget(ticket, record);
   }
@@ -176,7 +192,7 @@ export class Pacer {
   adopt(state) {
     const now = this.#now();
     for (const saved of state?.limits ?? []) {
-      const limit = this.#limit(saved.origin, saved);
+      const limit = this.#limit(saved.origin, saved, saved.scope);
       Object.assign(limit, { unit: saved.unit, quota: saved.quota, window: saved.window, longestReset: saved.longestReset });
       this.#configure(limit);
       if (limit.bucket !== null && saved.level !== undefined) setLevel(limit.bucket, Math.min(saved.level, limit.quota), limit.quota);
@@ -272,7 +288,7 @@ export class Pacer {
   #learnLimit(scope, record, status, seen, retryAfterGiven, now) {
     if (!PACED_UNITS.has(seen.unit) && seen.unit !== CONCURRENCY_UNIT) return false;
     scope.policies.set(seen.policy, seen.partitionKey);
-    const limit = this.#limit(scope.origin, seen);
+    const limit = this.#limit(scope.origin, seen, scope.key);
     limit.unit = seen.unit;
     if (seen.quota !== undefined) limit.quota = seen.quota;
     if (seen.window !== undefined) limit.window = seen.window;
@@ -284,7 +300,9 @@ export class Pacer {
     if (remaining === undefined) return false;
     const estimate = this.#correct(limit, record, remaining);
     if (!retryAfterGiven && seen.reset > 0) this.#holdUntilReset(limit, remaining, estimate, seen.reset, now);
-    return true;
+    // A 429 says when quota returns only with a reset or a known window: with neither, the
+    // window is a guess, and the 429 learner must slow the scope.
+    return status !== 429 || seen.reset !== undefined || limit.window !== undefined || limit.longestReset > 0;
   }
 
   /** (Re)configures a limit's bucket from what is known; a window never told is guessed from resets. */
@@ -367,6 +385,7 @@ export class Pacer {
         known: false,
         probe: null,
         blockedUntil: 0,
+        lastUsed: this.#now(),
         policies: new Map(),
         learner: new Learner((configuration, previous) => this.#bucket(configuration, previous)),
       };
@@ -375,14 +394,15 @@ export class Pacer {
     return scope;
   }
 
-  #limit(origin, { policy, partitionKey }) {
-    const key = JSON.stringify([origin, policy, partitionKey]);
+  #limit(origin, { policy, partitionKey }, scopeKey) {
+    const key = limitKey(origin, policy, partitionKey, scopeKey);
     let limit = this.#limits.get(key);
     if (!limit) {
       limit = {
         origin,
         policy,
         partitionKey,
+        scope: partitionKey === '' ? scopeKey : undefined,
         unit: 'requests',
         quota: undefined,
         window: undefined,
@@ -401,7 +421,7 @@ export class Pacer {
   #limitsOf(scope) {
     const limits = [];
     for (const [policy, partitionKey] of scope.policies) {
-      const limit = this.#limits.get(JSON.stringify([scope.origin, policy, partitionKey]));
+      const limit = this.#limits.get(limitKey(scope.origin, policy, partitionKey, scope.key));
       if (limit) limits.push(limit);
     }
     return limits;
@@ -415,6 +435,24 @@ export class Pacer {
     const scope = this.#scopes.get(ticket.scope);
     if (scope && scope.probe === ticket.id) scope.probe = null;
     for (const listener of this.#listeners) listener();
+  }
+
+  /** Forgets scopes idle past IDLE_SCOPE_MS (see there) and the limits no scope uses any more. */
+  #sweep(now) {
+    if (now - this.#lastSweep < SWEEP_EVERY_MS) return;
+    this.#lastSweep = now;
+    const busy = new Set([...this.#tickets.values()].map((record) => record.ticket.scope));
+    for (const [key, scope] of this.#scopes) {
+      const limits = this.#limitsOf(scope);
+      const idleFor = Math.max(IDLE_SCOPE_MS, ...limits.map((limit) => limit.window ?? limit.longestReset));
+      const idle = now - scope.lastUsed > idleFor && scope.blockedUntil <= now && scope.probe === null;
+      if (idle && !busy.has(key)) this.#scopes.delete(key);
+    }
+    const used = new Set();
+    for (const scope of this.#scopes.values()) for (const limit of this.#limitsOf(scope)) used.add(limit);
+    for (const [key, limit] of this.#limits) {
+      if (!used.has(limit) && limit.inflight.size === 0) this.#limits.delete(key);
+    }
   }
 
   // A ticket never handed back (its tab closed mid-request) stops counting as in flight.
@@ -468,6 +506,11 @@ function setLevel(bucket, level, capacity) {
 
 /** What identifies a learned limit and its policy, as `snapshot()` and `export()` show it. */
 function describeLimit(limit) {
-  const { origin, policy, partitionKey, unit, quota, window } = limit;
-  return { origin, policy, partitionKey, unit, quota, window };
+  const { origin, policy, partitionKey, scope, unit, quota, window } = limit;
+  return { origin, policy, partitionKey, scope, unit, quota, window };
+}
+
+/** A limit's key: the server's partition key (`pk`) when it sent one, else the client's scope. */
+function limitKey(origin, policy, partitionKey, scopeKey) {
+  return JSON.stringify(partitionKey === '' ? [origin, policy, '', scopeKey] : [origin, policy, partitionKey]);
 }

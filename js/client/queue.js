@@ -3,7 +3,8 @@
 //
 // The queue does not know why a request must wait: it asks `acquire(entry)` (the pacer, or the
 // tab leader), which answers go-with-a-ticket or wait-so-long. A request told to wait holds back
-// the lower-priority requests of its scope, so a scope's order is kept while other scopes go on.
+// the lower-priority requests of its scope, so a scope's order is kept while other scopes go on;
+// a retry waiting out its own backoff holds back nothing.
 
 import { after } from './timers.js';
 
@@ -19,6 +20,7 @@ import { after } from './timers.js';
  * @property {(ticket: unknown) => Promise<void> | void} start runs it; the slot is held until this settles
  * @property {(grant: { wait: number, reason: string }) => void} [waiting] told each time it must wait
  * @property {() => void} timedOut it cannot go before its deadline
+ * @property {(error: unknown) => void} fail deciding on it threw: it fails with that error
  */
 
 export class RequestQueue {
@@ -116,11 +118,20 @@ export class RequestQueue {
           continue;
         }
         if (entry.notBefore > now) {
-          held.set(entry.scope, { wait: entry.notBefore - now, reason: 'retry' });
+          // A retry's own backoff (a 503 without Retry-After) holds only itself: the server said
+          // nothing about the scope, and a Retry-After blocks the scope in the pacer anyway.
+          entry.waiting?.({ wait: entry.notBefore - now, reason: 'retry' });
           wakeAt = Math.min(wakeAt, entry.notBefore);
           continue;
         }
-        const grant = await this.#acquire(entry);
+        let grant;
+        try {
+          grant = await this.#acquire(entry);
+        } catch (error) {
+          // One request's bad input must not stall the queue (or, unhandled, end a Node process).
+          if (this.remove(entry)) entry.fail(error);
+          continue;
+        }
         if (!this.#entries.includes(entry)) {
           if (grant.ok) this.#release(grant.ticket);
           continue;

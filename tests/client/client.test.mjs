@@ -8,6 +8,7 @@ import { EdgeBucketError as PackageError } from 'edgebucket';
 import { startServer } from './server.mjs';
 import { offer } from './load.mjs';
 import { spawnSync } from 'node:child_process';
+import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { devImport } from './helpers.mjs';
 
@@ -180,6 +181,55 @@ for (const [name, node] of runtimes) {
   });
 }
 
+test('a malformed Content-Length neither crashes the process nor stalls the queue', async (t) => {
+  const server = http.createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      response.writeHead(200, { 'ratelimit-policy': '"bytes";q=1000;w=1;qu="content-bytes"', ratelimit: '"bytes";r=900;t=0' });
+      response.end('ok');
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const url = `http://127.0.0.1:${server.address().port}/upload`;
+  const client = createClient({ share: false, timeout: 5000 });
+  assert.equal((await client(url, { method: 'POST', body: 'abc' })).status, 200, 'the policy is learned');
+  // Counted by its body instead; whether fetch then sends the header is fetch's business.
+  const odd = await client(url, { method: 'POST', body: 'x', headers: { 'content-length': '1.5' } }).then((r) => r.status, (e) => e.name);
+  assert.ok(odd === 200 || odd === 'TypeError', String(odd));
+  assert.equal((await client(url, { method: 'POST', body: 'next' })).status, 200, 'the queue goes on');
+  assert.equal(client.stats().queued, 0);
+});
+
+test("a retry's backoff after a 503 does not hold back the origin's other requests", async (t) => {
+  const server = http.createServer((request, response) => {
+    response.writeHead(request.url === '/flaky' ? 503 : 200);
+    response.end();
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const base = `http://127.0.0.1:${server.address().port}`;
+  let others;
+  const client = createClient({
+    share: false,
+    retry: { limit: 1 },
+    hooks: {
+      // 50 ms after the first 503, while the retry waits out its 300 ms backoff in the queue.
+      retry: () => {
+        others = new Promise((resolve) => setTimeout(resolve, 50)).then(() => {
+          const started = Date.now();
+          const sent = [1, 2, 3].map(() => client(`${base}/ok`));
+          return Promise.all(sent).then((r) => ({ statuses: r.map((x) => x.status), ms: Date.now() - started }));
+        });
+      },
+    },
+  });
+  assert.equal((await client(`${base}/flaky`)).status, 503, 'retried once, then handed back');
+  const { statuses, ms } = await others;
+  assert.deepEqual(statuses, [200, 200, 200]);
+  assert.ok(ms < 150, `the others took ${ms} ms (the retry went at 250 ms)`);
+});
+
 test('priorities: a higher priority goes first, ties in arrival order', async (t) => {
   const server = await withServer(t, { capacity: 1, window: 1 });
   const client = createClient({ share: false });
@@ -264,6 +314,40 @@ test('partition keys end to end: two users of one origin each get their own budg
   assert.ok(server.stats.byKey.alice.admitted >= 10 && server.stats.byKey.bob.admitted >= 10, JSON.stringify(server.stats.byKey));
   assert.equal(client.model().limits.length, 2);
   assert.ok(run.offered >= 90);
+});
+
+test('without a pk, the client\'s partition keeps budgets apart (X-RateLimit per user)', async (t) => {
+  const server = await withServer(t, { capacity: 5, window: 60, dialect: 'x-ratelimit', partition: 'x-user' });
+  const client = createClient({ share: false, timeout: 3000, partition: (request) => request.headers.get('x-user') });
+  const send = (user) => client(`${server.url}/api/x`, { headers: { 'x-user': user } }).then((r) => r.status, (e) => e.code);
+  const statuses = [];
+  for (const user of ['alice', 'alice', 'alice', 'bob', 'bob', 'alice', 'alice', 'bob', 'bob', 'bob']) statuses.push(await send(user));
+  assert.deepEqual(statuses, Array(10).fill(200), 'each user spends only their own 5');
+  assert.equal(server.stats.rejected.length, 0);
+  assert.equal(client.model().limits.length, 2, 'one limit per partition');
+  assert.equal(await send('alice'), 'TIMEOUT', "alice's own budget is spent, whatever bob has left");
+});
+
+test('X-RateLimit without a reset: 429s slow the client instead of repeating every second', async (t) => {
+  let used = 0;
+  const server = http.createServer((request, response) => {
+    const allowed = used < 5; // 5 per minute, a window the headers never tell
+    if (allowed) used += 1;
+    response.writeHead(allowed ? 200 : 429, { 'x-ratelimit-limit': '5', 'x-ratelimit-remaining': String(5 - used) });
+    response.end();
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const client = createClient({ share: false, retry: false });
+  const url = `http://127.0.0.1:${server.address().port}/x`;
+  const statuses = [];
+  // Until the client knows it cannot send within the request's timeout: a fast TIMEOUT, no 429.
+  while (statuses.length < 20 && statuses.at(-1) !== 'TIMEOUT') {
+    statuses.push(await client(url, { edgebucket: { timeout: 2000 } }).then((r) => r.status, (e) => e.code));
+  }
+  assert.deepEqual(statuses.slice(0, 5), Array(5).fill(200));
+  const rejected = statuses.filter((s) => s === 429).length;
+  assert.ok(rejected <= 5 && statuses.at(-1) === 'TIMEOUT', `${rejected} 429s: ${statuses}`);
 });
 
 test('headers hidden (no rate-limit headers at all): the 429 learner keeps 429s rare', async (t) => {

@@ -435,3 +435,20 @@ test('a successor adopts the learned state (tab handoff), never richer than its 
   assert.equal(next.pacer.acquire(demand()).ok, true, 'known: no probe');
   assert.equal(drain(next.pacer).tickets.length, 2);
 });
+
+test('idle scopes are forgotten with the limits only they used; busy ones are kept', () => {
+  const { clock, pacer } = setup();
+  const user = (i) => demand({ scope: `${ORIGIN} user${i}` });
+  const headers = { 'ratelimit-policy': '"p";q=10;w=1', ratelimit: '"p";r=9;t=0' };
+  for (let i = 0; i < 100; i++) learn(pacer, headers, 200, user(i));
+  const busy = pacer.acquire(user(7)); // in flight across the sweep
+  assert.equal(busy.ok, true);
+  assert.equal(pacer.snapshot().scopes.length, 100);
+  assert.equal(pacer.snapshot().limits.length, 100, 'no pk: one limit per scope');
+  clock.t += 61_000;
+  learn(pacer, headers, 200, user(0)); // the sweep runs first; user 0 starts over with a probe
+  assert.deepEqual(pacer.snapshot().scopes.map((s) => s.scope).sort(), [`${ORIGIN} user0`, `${ORIGIN} user7`]);
+  assert.equal(pacer.snapshot().limits.length, 2);
+  pacer.observe(busy.ticket, 200, seen(headers));
+  assert.equal(available(pacer, 'p'), 9);
+});
