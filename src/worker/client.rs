@@ -33,6 +33,9 @@ pub struct Verdict {
 
 /// Decides `command` for `key`: by its Durable Object, else by the policy's failure mode.
 pub async fn decide(env: &Env, settings: &Settings, key: &str, command: &Command) -> Verdict {
+    if let Err(error) = decide::check(command, &settings.policies) {
+        return Verdict { result: Err(error), fallback: None, failure: None };
+    }
     match send(env, key, command).await {
         Ok((200, body)) => Verdict { result: parse_outcome(&body), fallback: None, failure: None },
         Ok((status, body)) if (400..500).contains(&status) => {

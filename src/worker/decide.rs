@@ -157,6 +157,23 @@ pub fn describe(policy: &Policy, now: i64) -> Outcome {
     outcome(&Held::new(policy, now), 1, true, 0, now).expect("a cost of 1 is valid")
 }
 
+/// The bad input the front worker can answer before asking the bucket, so that it is a 400
+/// whether or not the object is reachable (and never admitted by a failure mode): an unknown
+/// policy, or a consume (try or estimate) of more tokens than a bandwidth of the policy holds.
+///
+/// # Errors
+/// 400 `UNKNOWN_POLICY` or `TOKENS_EXCEED_CAPACITY`, as the object would answer.
+pub fn check(command: &Command, policies: &Policies) -> Result<(), ApiError> {
+    let Some(name) = command.policy() else { return Ok(()) };
+    let policy = lookup(policies, name)?;
+    match command {
+        Command::Consume { tokens, mode, .. } if *mode != Mode::IgnoreLimits => {
+            within_capacity(&policy.configuration, *tokens)
+        }
+        _ => Ok(()),
+    }
+}
+
 fn lookup<'a>(policies: &'a Policies, name: &str) -> Result<&'a Policy, ApiError> {
     policies.get(name).ok_or_else(|| ApiError::bad_request("UNKNOWN_POLICY", format!("no policy named {name:?}")))
 }
@@ -213,7 +230,11 @@ fn consume(bucket: &mut TokenBucket, tokens: i64, mode: Mode, now: i64) -> Resul
 
 /// A request no bandwidth could ever grant is bad input, not a rejection with an endless wait.
 fn check_within_capacity(bucket: &TokenBucket, tokens: i64) -> Result<(), ApiError> {
-    let smallest = bucket.configuration().bandwidths().iter().map(|b| b.capacity()).min().unwrap_or(0);
+    within_capacity(bucket.configuration(), tokens)
+}
+
+fn within_capacity(configuration: &crate::BucketConfiguration, tokens: i64) -> Result<(), ApiError> {
+    let smallest = configuration.bandwidths().iter().map(|b| b.capacity()).min().unwrap_or(0);
     if tokens > smallest {
         return Err(ApiError::bad_request(
             "TOKENS_EXCEED_CAPACITY",
@@ -351,6 +372,19 @@ mod tests {
         assert!(held.is_some());
         let later = apply(&mut held, &take(1), &p, T0 + 1_000 * MS).unwrap();
         assert!(later.outcome.allowed, "a token accrued since the first request");
+    }
+
+    #[test]
+    fn the_front_worker_refuses_what_the_object_would() {
+        let p = policies(1, 5);
+        assert_eq!(check(&consume(5, Mode::Try), &p), Ok(()));
+        assert_eq!(check(&consume(6, Mode::Estimate), &p).unwrap_err().code, "TOKENS_EXCEED_CAPACITY");
+        assert_eq!(check(&consume(6, Mode::IgnoreLimits), &p), Ok(()), "debt is allowed");
+        let unknown = Command::Consume { policy: "nope".into(), tokens: 1, mode: Mode::Try };
+        assert_eq!(check(&unknown, &p).unwrap_err().code, "UNKNOWN_POLICY");
+        assert_eq!(check(&Command::Inspect, &p), Ok(()));
+        let mut held = None;
+        assert_eq!(apply(&mut held, &consume(6, Mode::Try), &p, T0).unwrap_err().code, "TOKENS_EXCEED_CAPACITY");
     }
 
     #[test]
