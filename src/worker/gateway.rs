@@ -31,7 +31,10 @@ pub async fn handle(req: &Incoming, env: &Env, settings: &Settings, started: f64
                 respond::problem(&error)
             }
         },
-        Admission::Refuse(response) => response,
+        Admission::Refuse(response) => {
+            req.drain().await; // a refused upload is read (within bounds), not reset
+            response
+        }
     };
     respond::add(own?, &settings.cors_origins.headers(|| req.header("Origin")))
 }

@@ -6,6 +6,11 @@ use worker::wasm_bindgen::JsCast;
 use worker::wasm_bindgen_futures::JsFuture;
 use worker::{js_sys, web_sys};
 
+/// Bytes of an unwanted body read and dropped before answering. workerd closes the connection
+/// after an answer that left the body unread, and a socket closed with unread data is reset,
+/// which can destroy the answer on its way to an HTTP/1.1 client. Larger bodies are cut off.
+pub const DRAIN_BYTES: usize = 64 * 1024;
+
 /// A request as the runtime gave it.
 #[derive(Debug)]
 pub struct Incoming {
@@ -40,8 +45,9 @@ impl Incoming {
         self.raw.headers().get(name).ok().flatten()
     }
 
-    /// The body read chunk by chunk, or `None` as soon as it passes `limit` bytes: a body of
-    /// unannounced length (chunked) is refused without being held in memory whole.
+    /// The body read chunk by chunk, or `None` once it passes `limit` bytes: a body of
+    /// unannounced length (chunked) is refused without being held in memory whole. Past the
+    /// limit, up to [`DRAIN_BYTES`] more are read and dropped before the rest is cancelled.
     ///
     /// # Errors
     /// When the body cannot be read.
@@ -51,20 +57,34 @@ impl Incoming {
         };
         let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
         let mut body = Vec::new();
+        let mut dropped = 0;
         loop {
             let chunk = JsFuture::from(reader.read()).await?;
             if js_sys::Reflect::get(&chunk, &"done".into())?.is_truthy() {
-                return Ok(Some(body));
+                return Ok((dropped == 0).then_some(body));
             }
             let bytes: js_sys::Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())?.unchecked_into();
             let start = body.len();
-            if start + bytes.length() as usize > limit {
-                // The rest is not wanted; the promise only says when cancelling is done.
-                let _ = reader.cancel();
-                return Ok(None);
+            if dropped > 0 || start + bytes.length() as usize > limit {
+                body = Vec::new();
+                dropped += start + bytes.length() as usize;
+                if dropped > DRAIN_BYTES {
+                    // The rest is not wanted; the promise only says when cancelling is done.
+                    let _ = reader.cancel();
+                    return Ok(None);
+                }
+                continue;
             }
             body.resize(start + bytes.length() as usize, 0);
             bytes.copy_to(&mut body[start..]);
+        }
+    }
+
+    /// Reads and drops a body no answer needs (up to [`DRAIN_BYTES`]) before an error is
+    /// answered; see there.
+    pub async fn drain(&self) {
+        if self.raw.body().is_some_and(|stream| !stream.locked()) {
+            let _ = self.bytes_up_to(0).await;
         }
     }
 

@@ -58,6 +58,7 @@ pub async fn fetch(req: web_sys::Request, env: Env, _ctx: Context) -> worker::Re
         Ok(Some(endpoint)) => service::handle(endpoint, &req, &env, &settings, started).await,
         Ok(None) => gateway::handle(&req, &env, &settings, started).await,
         Err(error) => {
+            req.drain().await;
             metrics::with(|m| m.error(&error.code));
             respond::problem(&error)
         }

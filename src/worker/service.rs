@@ -30,6 +30,7 @@ pub async fn handle(
     match serve(&endpoint, req, env, settings, started).await {
         Ok(response) => Ok(response),
         Err(error) => {
+            req.drain().await; // a refusal before the body was read (auth, bad path)
             metrics::with(|m| m.error(&error.code));
             respond::problem(&error)
         }

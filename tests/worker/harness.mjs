@@ -42,14 +42,16 @@ const defined = (object) => Object.fromEntries(Object.entries(object).filter(([,
 
 /**
  * A running worker: `call(path, init)` fetches from it over HTTP, `logs` holds the JSON lines it
- * printed, `stop()` ends workerd.
+ * printed (`await quiet()` before reading them), `stop()` ends workerd.
  */
 export async function start(config = {}) {
   const logs = [];
+  let lastLine = 0;
   const mf = new Miniflare({
     ...options(config),
     handleRuntimeStdio(stdout, stderr) {
       readline.createInterface({ input: stdout }).on('line', (line) => {
+        lastLine = Date.now();
         if (line.startsWith('{')) logs.push(JSON.parse(line));
       });
       stderr.resume();
@@ -60,6 +62,12 @@ export async function start(config = {}) {
     mf,
     url,
     logs,
+    /** Resolves once workerd has printed nothing for 150 ms: its log lines trail the answers. */
+    async quiet() {
+      const since = Date.now();
+      while (Date.now() - Math.max(lastLine, since) < 150) await sleep(25);
+      return logs;
+    },
     call: (p, init) => fetch(new URL(p, url), init),
     stop: () => mf.dispose(),
   };
