@@ -262,11 +262,14 @@ pub fn bucket_key(
             let address = header("CF-Connecting-IP").ok_or_else(|| missing("CF-Connecting-IP header"))?;
             ("ip", client_network(&address, *ipv6_prefix)?)
         }
-        KeySource::Header { name } => ("header", header(name).ok_or_else(|| missing(&format!("{name} header")))?),
+        // An empty value is no value: otherwise everyone sending it would share one bucket.
+        KeySource::Header { name } => {
+            ("header", present(header(name)).ok_or_else(|| missing(&format!("{name} header")))?)
+        }
         KeySource::ApiKey { header: name } => {
-            let raw = header(name)
+            let raw = present(header(name).map(|raw| credential(&raw).to_owned()))
                 .ok_or_else(|| ApiError::new(401, "MISSING_API_KEY", format!("send your API key in {name}")))?;
-            ("apikey", hash_api_key(credential(&raw)))
+            ("apikey", hash_api_key(&raw))
         }
         KeySource::Segment { name } => {
             // Already percent-decoded by `segments`.
@@ -276,6 +279,11 @@ pub fn bucket_key(
         KeySource::Constant { value } => ("constant", value.clone()),
     };
     keys::check(&format!("{}{}:{source}:{value}", keys::GATEWAY_PREFIX, route.policy))
+}
+
+/// `value` unless it is empty or only spaces and tabs.
+fn present(value: Option<String>) -> Option<String> {
+    value.filter(|v| !v.trim_matches([' ', '\t']).is_empty())
 }
 
 /// The key part for a client address: an IPv4 address as it is (also when written as an
@@ -306,6 +314,9 @@ fn client_network(address: &str, ipv6_prefix: u8) -> Result<String, ApiError> {
 /// buckets.
 fn credential(raw: &str) -> &str {
     let raw = raw.trim();
+    if raw.eq_ignore_ascii_case("bearer") {
+        return ""; // the scheme without a credential
+    }
     auth::bearer_token(raw).unwrap_or(raw)
 }
 
@@ -440,6 +451,16 @@ mod tests {
         let (route, captures) = find(&table, Method::Plain("GET"), &parts).unwrap();
         assert_eq!(bucket_key(route, &captures, |_| None).unwrap_err().code, "MISSING_KEY");
         assert_eq!(bucket_key(route, &captures, |_| Some("x".repeat(300))).unwrap_err().code, "INVALID_KEY");
+        for empty in ["", " ", "\t"] {
+            let refused = bucket_key(route, &captures, |_| Some(empty.to_owned())).unwrap_err();
+            assert_eq!(refused.code, "MISSING_KEY", "an empty value shares no bucket: {empty:?}");
+        }
+        let parts = at("/k");
+        let (route, captures) = find(&table, Method::Plain("GET"), &parts).unwrap();
+        for empty in ["", "Bearer ", "Bearer  "] {
+            let refused = bucket_key(route, &captures, |_| Some(empty.to_owned())).unwrap_err();
+            assert_eq!(refused.code, "MISSING_API_KEY", "{empty:?}");
+        }
     }
 
     #[test]
