@@ -42,8 +42,11 @@ function sum(total, n) {
     const exact = total + n;
     if (Number.isSafeInteger(exact)) return exact;
   }
-  return BigInt(total) + BigInt(n);
+  const exact = BigInt(total) + BigInt(n);
+  return exact >= -MAX_SAFE && exact <= MAX_SAFE ? Number(exact) : exact;
 }
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** Tells `listener` (which may implement any of the hooks) about a consumption attempt. */
 export function tellConsumption(listener, consumed, tokens) {

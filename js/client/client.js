@@ -254,8 +254,9 @@ function passthrough(init) {
 
 /** Request content bytes, for `qu="content-bytes"` policies: the header, else the body as given. */
 function contentBytes(request, init) {
-  // Only a whole number of bytes counts: a malformed header is ignored, as an absent one.
-  const declared = Number(request.headers.get('content-length'));
+  // Only digits count (RFC 9110 §8.6): a malformed header is ignored, as an absent one.
+  const header = request.headers.get('content-length');
+  const declared = header !== null && /^\d+$/.test(header) ? Number(header) : 0;
   if (Number.isSafeInteger(declared) && declared > 0) return declared;
   const body = init?.body;
   if (typeof body === 'string') return new TextEncoder().encode(body).length;

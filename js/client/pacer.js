@@ -445,7 +445,8 @@ export class Pacer {
     for (const [key, scope] of this.#scopes) {
       const limits = this.#limitsOf(scope);
       const idleFor = Math.max(IDLE_SCOPE_MS, ...limits.map((limit) => limit.window ?? limit.longestReset));
-      const idle = now - scope.lastUsed > idleFor && scope.blockedUntil <= now && scope.probe === null;
+      const held = limits.some((limit) => limit.allowance !== null && limit.allowance.until > now);
+      const idle = now - scope.lastUsed > idleFor && scope.blockedUntil <= now && scope.probe === null && !held;
       if (idle && !busy.has(key)) this.#scopes.delete(key);
     }
     const used = new Set();

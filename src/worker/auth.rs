@@ -56,9 +56,10 @@ impl Secrets {
     }
 }
 
-/// The token of `Bearer <token>`; the scheme is case-insensitive (RFC 9110 §11.1). Only spaces
-/// and tabs separate them (HTTP's whitespace): a byte such as 0xA0 arrives as a Unicode space,
-/// and trimming it would turn a token of that byte into an empty one. No token is `None`.
+/// The token of `Bearer <token>`; the scheme is case-insensitive (RFC 9110 §11.1). The scheme
+/// ends at a space; more spaces and tabs (HTTP's whitespace, nothing else: a byte such as 0xA0
+/// arrives as a Unicode space, and trimming it would turn a token of that byte into an empty
+/// one) are skipped. No token is `None`.
 pub fn bearer_token(header: &str) -> Option<&str> {
     let (scheme, token) = header.split_once(' ')?;
     let token = token.trim_start_matches([' ', '\t']);

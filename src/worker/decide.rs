@@ -162,7 +162,8 @@ pub fn describe(policy: &Policy, now: i64) -> Outcome {
 /// policy, or a consume (try or estimate) of more tokens than a bandwidth of the policy holds.
 ///
 /// # Errors
-/// 400 `UNKNOWN_POLICY` or `TOKENS_EXCEED_CAPACITY`, as the object would answer.
+/// 400 `UNKNOWN_POLICY` or `TOKENS_EXCEED_CAPACITY`, as the object would answer (except for a
+/// bucket under another policy, where the object's 409 `POLICY_MISMATCH` would come first).
 pub fn check(command: &Command, policies: &Policies) -> Result<(), ApiError> {
     let Some(name) = command.policy() else { return Ok(()) };
     let policy = lookup(policies, name)?;

@@ -57,25 +57,25 @@ impl Incoming {
         };
         let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
         let mut body = Vec::new();
-        let mut dropped = 0;
+        let mut read = 0;
         loop {
             let chunk = JsFuture::from(reader.read()).await?;
             if js_sys::Reflect::get(&chunk, &"done".into())?.is_truthy() {
-                return Ok((dropped == 0).then_some(body));
+                return Ok((read <= limit).then_some(body));
             }
             let bytes: js_sys::Uint8Array = js_sys::Reflect::get(&chunk, &"value".into())?.unchecked_into();
-            let start = body.len();
-            if dropped > 0 || start + bytes.length() as usize > limit {
+            read += bytes.length() as usize;
+            if read > limit {
                 body = Vec::new();
-                dropped += start + bytes.length() as usize;
-                if dropped > DRAIN_BYTES {
+                if read - limit > DRAIN_BYTES {
                     // The rest is not wanted; the promise only says when cancelling is done.
                     let _ = reader.cancel();
                     return Ok(None);
                 }
                 continue;
             }
-            body.resize(start + bytes.length() as usize, 0);
+            let start = body.len();
+            body.resize(read, 0);
             bytes.copy_to(&mut body[start..]);
         }
     }
@@ -83,6 +83,11 @@ impl Incoming {
     /// Reads and drops a body no answer needs (up to [`DRAIN_BYTES`]) before an error is
     /// answered; see there.
     pub async fn drain(&self) {
+        // A body announced larger would be cut off anyway: not worth reading any of it.
+        let declared = self.header("Content-Length").and_then(|v| v.parse::<usize>().ok());
+        if declared.is_some_and(|n| n > DRAIN_BYTES) {
+            return;
+        }
         if self.raw.body().is_some_and(|stream| !stream.locked()) {
             let _ = self.bytes_up_to(0).await;
         }

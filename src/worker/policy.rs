@@ -141,11 +141,14 @@ fn check_bandwidth_ids(name: &str, configuration: &BucketConfiguration) -> Resul
     }
     let names: Vec<String> =
         bandwidths.iter().enumerate().map(|(i, b)| item_name(name, b.id(), i, bandwidths.len())).collect();
-    if let Some((i, duplicate)) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)) {
-        return Err(format!(
-            "bandwidth {} would be named {duplicate:?} in the RateLimit headers, as another is: give it an id",
-            i + 1
-        ));
+    for (i, name) in names.iter().enumerate() {
+        if let Some(j) = names[..i].iter().position(|earlier| earlier == name) {
+            return Err(format!(
+                "bandwidths {} and {} would both be named {name:?} in the RateLimit headers: give them distinct ids",
+                j + 1,
+                i + 1
+            ));
+        }
     }
     Ok(())
 }
@@ -179,7 +182,7 @@ mod tests {
             { "capacity": 10, "refill": { "kind": "greedy", "tokens": 5, "period": "1s" } },
             { "id": "api-1", "capacity": 100, "refill": { "kind": "greedy", "tokens": 100, "period": "1m" } } ] } }"#;
         let error = Policies::parse(clash).unwrap_err();
-        assert!(error.contains("\"api-1\"") && error.contains("give it an id"), "{error}");
+        assert!(error.contains("bandwidths 1 and 2") && error.contains("\"api-1\""), "{error}");
         assert_eq!(item_name("api", None, 1, 2), "api-2");
         assert_eq!(item_name("api", None, 0, 1), "api");
     }

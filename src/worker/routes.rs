@@ -180,12 +180,15 @@ pub fn segments(path: &str) -> Result<Vec<String>, ApiError> {
     } else {
         path
     };
+    // Dot segments are resolved with empty segments kept, as the URL standard does (`/a//../b`
+    // is `/a/b`, not `/b`); empty segments are dropped only afterwards, for matching.
     let mut parts: Vec<String> = Vec::new();
+    let path = path.strip_prefix(['/', '\\']).unwrap_or(path);
     for raw in path.split(['/', '\\']) {
         let part =
             percent_decode_str(raw).decode_utf8().map_err(|_| invalid("the path is not UTF-8 once percent-decoded"))?;
         match &*part {
-            "" | "." => {}
+            "." => {}
             ".." => {
                 parts.pop();
             }
@@ -195,6 +198,7 @@ pub fn segments(path: &str) -> Result<Vec<String>, ApiError> {
             p => parts.push(p.to_owned()),
         }
     }
+    parts.retain(|part| !part.is_empty());
     Ok(parts)
 }
 
@@ -343,6 +347,8 @@ mod tests {
         // As the URL standard reads the forwarded URL: `\` separates, tabs and newlines vanish.
         assert_eq!(at("/x\\..\\api/1"), ["api", "1"]);
         assert_eq!(at("/api\\1"), ["api", "1"]);
+        assert_eq!(at("/api//../1"), ["api", "1"], "`..` removes the empty segment, as the URL parser does");
+        assert_eq!(at("/api/x//.."), ["api", "x"]);
         assert_eq!(at("/a\tp\ni/1"), ["api", "1"]);
         assert_eq!(segments("/api%5C1").unwrap_err().code, "INVALID_PATH");
         let table = routes(r#"[{"pattern": "/api/**", "policy": "api", "key": {"source": "ip"}}]"#).unwrap();

@@ -277,7 +277,7 @@ test('shadow mode decides and logs but never rejects', async () => {
   assert.equal(r.headers.get('ratelimit'), '"b";r=0;t=3600');
   const body = await r.json();
   assert.deepEqual([body.allowed, body.shadowRejected, body.waitMs], [true, true, 0]);
-  const line = (await w.quiet()).findLast((l) => l.key === k);
+  const line = (await w.logged((l) => l.key === k, 2)).at(-1);
   assert.deepEqual([line.allowed, line.shadowRejected], [true, true]);
 });
 
@@ -331,7 +331,7 @@ test('one structured log line per decision, and Prometheus counters', async () =
   const k = key();
   await consume(k, { policy: 'one', tokens: 10 });
   await consume(k, { policy: 'one' });
-  const lines = (await w.quiet()).filter((l) => l.key === k);
+  const lines = await w.logged((l) => l.key === k, 2);
   assert.equal(lines.length, 2);
   assert.deepEqual(
     lines.map((l) => [l.event, l.policy, l.op, l.tokens, l.allowed, l.remaining]),

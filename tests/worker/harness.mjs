@@ -42,16 +42,14 @@ const defined = (object) => Object.fromEntries(Object.entries(object).filter(([,
 
 /**
  * A running worker: `call(path, init)` fetches from it over HTTP, `logs` holds the JSON lines it
- * printed (`await quiet()` before reading them), `stop()` ends workerd.
+ * printed (`await logged(predicate, count)` waits for them), `stop()` ends workerd.
  */
 export async function start(config = {}) {
   const logs = [];
-  let lastLine = 0;
   const mf = new Miniflare({
     ...options(config),
     handleRuntimeStdio(stdout, stderr) {
       readline.createInterface({ input: stdout }).on('line', (line) => {
-        lastLine = Date.now();
         if (line.startsWith('{')) logs.push(JSON.parse(line));
       });
       stderr.resume();
@@ -62,11 +60,16 @@ export async function start(config = {}) {
     mf,
     url,
     logs,
-    /** Resolves once workerd has printed nothing for 150 ms: its log lines trail the answers. */
-    async quiet() {
-      const since = Date.now();
-      while (Date.now() - Math.max(lastLine, since) < 150) await sleep(25);
-      return logs;
+    /**
+     * The log lines matching `predicate`, once there are at least `count`: workerd prints a
+     * decision's line as it answers, and the line can reach us after the answer does.
+     */
+    async logged(predicate, count = 1) {
+      for (const deadline = Date.now() + 5000; ; await sleep(20)) {
+        const lines = logs.filter(predicate);
+        if (lines.length >= count) return lines;
+        if (Date.now() > deadline) throw new Error(`${lines.length} of ${count} expected log lines after 5 s`);
+      }
     },
     call: (p, init) => fetch(new URL(p, url), init),
     stop: () => mf.dispose(),

@@ -89,4 +89,7 @@ test("a SimpleListener's sums stay exact past 2^53, as BigInts", () => {
   assert.equal(listener.consumed, 1, 'a number while exact');
   listener.onConsumed(Number.MAX_SAFE_INTEGER);
   assert.equal(listener.consumed, 2n ** 53n);
+  const small = new SimpleListener();
+  small.onConsumed(5n);
+  assert.equal(small.consumed, 5, 'BigInt tokens still sum to a number while exact');
 });
