@@ -214,7 +214,7 @@ fn prepare(held: &mut Option<Held>, policy: &Policy, now: i64) -> Result<Option<
 /// Returns (allowed, wait, tokens moved).
 fn consume(bucket: &mut TokenBucket, tokens: i64, mode: Mode, now: i64) -> Result<(bool, i64, bool), ApiError> {
     if mode != Mode::IgnoreLimits {
-        check_within_capacity(bucket, tokens)?;
+        within_capacity(bucket.configuration(), tokens)?;
     }
     Ok(match mode {
         Mode::Try => {
@@ -230,10 +230,6 @@ fn consume(bucket: &mut TokenBucket, tokens: i64, mode: Mode, now: i64) -> Resul
 }
 
 /// A request no bandwidth could ever grant is bad input, not a rejection with an endless wait.
-fn check_within_capacity(bucket: &TokenBucket, tokens: i64) -> Result<(), ApiError> {
-    within_capacity(bucket.configuration(), tokens)
-}
-
 fn within_capacity(configuration: &crate::BucketConfiguration, tokens: i64) -> Result<(), ApiError> {
     let smallest = configuration.bandwidths().iter().map(|b| b.capacity()).min().unwrap_or(0);
     if tokens > smallest {

@@ -11,7 +11,6 @@ use super::errors::{self, ApiError};
 use super::headers::{self, Context};
 use super::incoming::Incoming;
 use super::log::DecisionLine;
-use super::metrics;
 use super::protocol::{Command, Mode};
 use super::respond;
 use super::routes::{self, Method};
@@ -26,10 +25,7 @@ pub async fn handle(req: &Incoming, env: &Env, settings: &Settings, started: f64
     let own = match admit(req, env, settings, started).await {
         Admission::Forward(headers) => match forward(req, settings, &headers).await {
             Ok(response) => return Ok(response),
-            Err(error) => {
-                metrics::with(|m| m.error(&error.code));
-                respond::problem(&error)
-            }
+            Err(error) => respond::counted_problem(&error),
         },
         Admission::Refuse(response) => {
             req.drain().await; // a refused upload is read (within bounds), not reset
@@ -53,7 +49,7 @@ async fn admit(req: &Incoming, env: &Env, settings: &Settings, started: f64) -> 
     let method = req.method();
     let parts = match routes::segments(req.path()) {
         Ok(parts) => parts,
-        Err(error) => return refuse(&error),
+        Err(error) => return Admission::Refuse(respond::counted_problem(&error)),
     };
     let matching = if cors::is_preflight(req, &method) { Method::Preflight } else { Method::Plain(&method) };
     let Some((route, captures)) = routes::find(&settings.routes, matching, &parts) else {
@@ -64,7 +60,7 @@ async fn admit(req: &Incoming, env: &Env, settings: &Settings, started: f64) -> 
     };
     let key = match routes::bucket_key(route, &captures, |name| req.header(name)) {
         Ok(key) => key,
-        Err(error) => return refuse(&error),
+        Err(error) => return Admission::Refuse(respond::counted_problem(&error)),
     };
     let command = Command::Consume { policy: route.policy.clone(), tokens: route.cost, mode: Mode::Try };
     let verdict = client::decide(env, settings, &key, &command).await;
@@ -97,12 +93,6 @@ async fn admit(req: &Incoming, env: &Env, settings: &Settings, started: f64) -> 
     }
     let problem = errors::quota_exceeded(&outcome.violated(), headers::retry_after(outcome));
     Admission::Refuse(respond::problem_with(429, problem.to_string(), &headers))
-}
-
-/// The problem answer for a request the gateway refuses before deciding, counted as an error.
-fn refuse(error: &ApiError) -> Admission {
-    metrics::with(|m| m.error(&error.code));
-    Admission::Refuse(respond::problem(error))
 }
 
 /// Sends `req` to the origin and returns its answer with `extra` headers added.

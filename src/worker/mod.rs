@@ -59,8 +59,7 @@ pub async fn fetch(req: web_sys::Request, env: Env, _ctx: Context) -> worker::Re
         Ok(None) => gateway::handle(&req, &env, &settings, started).await,
         Err(error) => {
             req.drain().await;
-            metrics::with(|m| m.error(&error.code));
-            respond::problem(&error)
+            respond::counted_problem(&error)
         }
     }
 }

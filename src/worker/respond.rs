@@ -6,6 +6,7 @@ use worker::{Headers, Response};
 use super::errors::ApiError;
 use super::failure::FailureMode;
 use super::headers::EXPOSED;
+use super::metrics;
 
 /// A JSON response with `status` and already serialized `body`.
 ///
@@ -22,6 +23,16 @@ pub fn json_text(status: u16, body: String) -> worker::Result<Response> {
 pub fn json<T: Serialize>(status: u16, body: &T, headers: &[(&str, String)]) -> worker::Result<Response> {
     let text = serde_json::to_string(body).map_err(|e| worker::Error::RustError(e.to_string()))?;
     add(json_text(status, text)?, headers)
+}
+
+/// [`problem`] for an error answered outright, counted in the metrics by its code (a decision's
+/// error is counted with its log line instead).
+///
+/// # Errors
+/// Only if the runtime refuses the headers.
+pub fn counted_problem(error: &ApiError) -> worker::Result<Response> {
+    metrics::with(|m| m.error(&error.code));
+    problem(error)
 }
 
 /// The problem document of `error`, with `WWW-Authenticate` for 401 and `Allow` for 405.

@@ -31,8 +31,7 @@ pub async fn handle(
         Ok(response) => Ok(response),
         Err(error) => {
             req.drain().await; // a refusal before the body was read (auth, bad path)
-            metrics::with(|m| m.error(&error.code));
-            respond::problem(&error)
+            respond::counted_problem(&error)
         }
     }
 }
