@@ -85,6 +85,9 @@ pub struct Bandwidth {
     pub(crate) refill: Refill,
     pub(crate) initial_tokens: Option<i64>,
     pub(crate) id: Option<String>,
+    /// `capacity × period`, the full level (see [`state`](super::state)): computed once, as on
+    /// wasm a product past 64 bits is a library call, and every refill compares with it.
+    pub(crate) scaled_capacity: i128,
 }
 
 impl Bandwidth {
@@ -124,7 +127,7 @@ impl Bandwidth {
     /// Capacity in the bucket's internal unit (tokens × period nanoseconds).
     #[inline]
     pub(crate) fn scaled_capacity(&self) -> i128 {
-        super::state::scaled(self.capacity, self)
+        self.scaled_capacity
     }
 }
 
@@ -223,7 +226,8 @@ impl BandwidthBuilder {
                 return Err(Error::AdaptiveInitialTokensWithExplicitInitialTokens);
             }
         }
-        Ok(Bandwidth { capacity, refill, initial_tokens: self.initial_tokens, id: self.id })
+        let scaled_capacity = capacity as i128 * refill.period_nanos as i128;
+        Ok(Bandwidth { capacity, refill, initial_tokens: self.initial_tokens, id: self.id, scaled_capacity })
     }
 }
 

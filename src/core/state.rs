@@ -60,8 +60,15 @@ impl BandwidthState {
     #[inline]
     pub(crate) fn refilled(self, bandwidth: &Bandwidth, now: i64) -> Self {
         if now <= self.last_refill_nanos {
-            return self; // a clock that went back credits nothing
+            return self; // a clock that went back, or has not moved, credits nothing
         }
+        self.refilled_later(bandwidth, now)
+    }
+
+    /// [`refilled`](Self::refilled) at a `now` past the last refill. Out of line: with a
+    /// millisecond clock most decisions fall within the millisecond of the last one.
+    #[inline(never)]
+    fn refilled_later(self, bandwidth: &Bandwidth, now: i64) -> Self {
         let refill = bandwidth.refill;
         // Both are i64, so the difference fits in u64.
         let mut elapsed = now.wrapping_sub(self.last_refill_nanos) as u64;

@@ -492,6 +492,13 @@ pub(crate) fn try_consume(
         }
         return Ok(enough);
     }
+    Ok(try_consume_from_each(bandwidths, states, tokens, now))
+}
+
+/// [`try_consume`] over several bandwidths: all or nothing. Out of line, so that the
+/// single-bandwidth path stays small enough to inline.
+#[inline(never)]
+fn try_consume_from_each(bandwidths: &[Bandwidth], states: &mut [BandwidthState], tokens: i64, now: i64) -> bool {
     let mut enough = true;
     for (bandwidth, state) in bandwidths.iter().zip(states.iter_mut()) {
         *state = state.refilled(bandwidth, now);
@@ -502,7 +509,7 @@ pub(crate) fn try_consume(
             state.debit(bandwidth, tokens);
         }
     }
-    Ok(enough)
+    enough
 }
 
 pub(crate) fn try_consume_and_return_remaining(

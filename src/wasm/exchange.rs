@@ -101,6 +101,13 @@ pub(crate) fn integer(value: f64, slot: usize, what: &str) -> Result<i64, Bindin
     if value.fract() == 0.0 && value.abs() <= MAX_SAFE {
         return Ok(value as i64);
     }
+    big_integer(value, slot, what)
+}
+
+/// [`integer`] past the safe-integer case, out of line so that the hot path stays small.
+#[cold]
+#[inline(never)]
+fn big_integer(value: f64, slot: usize, what: &str) -> Result<i64, BindingError> {
     if value.is_nan() {
         if let Some(big) = take_big(slot) {
             return Ok(big);

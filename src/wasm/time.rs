@@ -39,6 +39,23 @@ impl Clock {
     /// `value` in nanoseconds; see the module docs.
     #[inline]
     pub fn nanos(&self, value: f64) -> Result<i64, BindingError> {
+        // Every operation reads the time: a whole number of units in range is decided here,
+        // inlined; the rest (BigInts, fractions, errors) out of line.
+        if value.fract() == 0.0 && value.abs() <= exchange::MAX_SAFE {
+            let units = value as i64;
+            if units.abs() <= self.max_units {
+                if let Some(nanos) = (units * self.nanos_per_unit).checked_add(self.origin_nanos) {
+                    return Ok(nanos);
+                }
+            }
+        }
+        self.nanos_in_general(value)
+    }
+
+    /// [`nanos`](Self::nanos) for every value: the cases above, BigInts, fractions, errors.
+    #[cold]
+    #[inline(never)]
+    fn nanos_in_general(&self, value: f64) -> Result<i64, BindingError> {
         let units = if value.fract() == 0.0 && value.abs() <= exchange::MAX_SAFE { Some(value as i64) } else { None };
         let nanos = match units {
             Some(units) if units.abs() <= self.max_units => Some(units * self.nanos_per_unit),
