@@ -355,7 +355,7 @@ impl BucketStore {
         self.index
             .find(hash, |&id| {
                 let slot = slots.get(id);
-                slot.key_len as usize == key.len() && keys.get(slot.key, slot.key_len) == key
+                slot.key_len as usize == key.len() && same_bytes(keys.get(slot.key, slot.key_len), key)
             })
             .copied()
     }
@@ -551,6 +551,17 @@ fn check_key(key: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// `a == b` for slices of equal length, eight bytes at a time. On wasm, `==` on byte slices
+/// calls a `memcmp` that compares one byte per iteration; keys are compared on every lookup.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    debug_assert_eq!(a.len(), b.len());
+    let ((a_words, a_tail), (b_words, b_tail)) = (a.as_chunks::<8>(), b.as_chunks::<8>());
+    let words_equal = a_words.iter().zip(b_words).all(|(x, y)| u64::from_ne_bytes(*x) == u64::from_ne_bytes(*y));
+    // Indexing, not `==` on the tails, which would be the byte-wise `memcmp` call again.
+    words_equal && (0..a_tail.len()).all(|i| a_tail[i] == b_tail[i])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -558,6 +569,19 @@ mod tests {
 
     const MS: i64 = 1_000_000;
     const SEC: i64 = 1_000 * MS;
+
+    #[test]
+    fn same_bytes_finds_a_difference_at_any_position() {
+        for len in 0..=20 {
+            let key: Vec<u8> = (0..len as u8).collect();
+            assert!(same_bytes(&key, &key.clone()), "length {len}");
+            for at in 0..len {
+                let mut other = key.clone();
+                other[at] ^= 0x80;
+                assert!(!same_bytes(&key, &other), "length {len}, difference at {at}");
+            }
+        }
+    }
 
     fn greedy(capacity: i64, per_second: i64) -> BucketConfiguration {
         let b = Bandwidth::builder().capacity(capacity).refill_greedy(per_second, Duration::from_secs(1));
