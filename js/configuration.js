@@ -51,15 +51,33 @@ export class BucketConfiguration {
     return new BucketConfiguration(new raw.RawConfiguration(spec));
   }
 
-  /** The configuration in the JSON schema (durations as humantime strings). */
+  /**
+   * The configuration in the JSON schema (durations as humantime strings). Integers are numbers
+   * while exact, BigInts beyond 2^53 - 1 (which `JSON.stringify` cannot write).
+   */
   toJSON() {
-    return this.#raw.toJSON();
+    return exactNumbers(this.#raw.toJSON());
   }
 
   /** True when both describe the same limits. */
   equals(other) {
     return other instanceof BucketConfiguration && this.#raw.equals(other.#raw);
   }
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * `value` with safe BigInts as numbers. The bindings give every integer as a BigInt when one
+ * of them is beyond 2^53 - 1 (serde-wasm-bindgen chooses per serialization, not per value).
+ */
+function exactNumbers(value) {
+  if (typeof value === 'bigint') return value >= -MAX_SAFE && value <= MAX_SAFE ? Number(value) : value;
+  if (Array.isArray(value)) return value.map(exactNumbers);
+  if (value !== null && typeof value === 'object') {
+    for (const name of Object.keys(value)) value[name] = exactNumbers(value[name]);
+  }
+  return value;
 }
 
 /** The wasm handle of a configuration (internal). */

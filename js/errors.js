@@ -2,7 +2,8 @@
  * The one error class of edgebucket. `code` is the Rust core's stable error code
  * (`NON_POSITIVE_CAPACITY`, `INVALID_DURATION`, `NON_POSITIVE_TOKENS`, …) or, for a JS argument
  * the core never sees, `INVALID_ARGUMENT` (a wrong type, NaN, a fraction of a token, an unknown
- * strategy). An operation that throws has changed nothing.
+ * strategy). An operation that throws has changed nothing, except when a listener throws:
+ * listeners run after the operation took effect.
  *
  * @example
  * try { bucket.tryConsume(0) } catch (e) { if (e instanceof EdgeBucketError) console.log(e.code) }

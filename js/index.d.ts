@@ -26,16 +26,19 @@ export type Duration =
       nanoseconds?: number;
     };
 
-/** An instant: a Date, epoch milliseconds, or an RFC 3339 timestamp. */
+/** An instant: a Date, epoch milliseconds, or an RFC 3339 timestamp (`Z` or a numeric offset). */
 export type Instant = Date | number | string;
 
-/** A time meter: the current time in nanoseconds (an integer number up to 2^53, or a BigInt). */
+/** A time meter: the current time in nanoseconds (a safe integer number, |n| ≤ 2^53 - 1, or a BigInt). */
 export type TimeMeter = () => number | bigint;
 
 /**
  * The one error class. `code` is the Rust core's stable code (`NON_POSITIVE_CAPACITY`,
- * `INVALID_DURATION`, `NON_POSITIVE_TOKENS`, `KEY_TOO_LONG`, …) or `INVALID_ARGUMENT` for a JS
- * argument of the wrong type or form. An operation that throws has changed nothing.
+ * `INVALID_DURATION`, `NON_POSITIVE_TOKENS`, `KEY_TOO_LONG`, …) or `INVALID_ARGUMENT` for an
+ * operation's or option's argument of the wrong type or form. Anything wrong inside a
+ * configuration, whatever its type, is `INVALID_CONFIGURATION` or a specific code; a duration
+ * or instant that cannot be read is `INVALID_DURATION`. An operation that throws has changed
+ * nothing, except when a listener throws: listeners run after the operation took effect.
  *
  * @example
  * try { bucket.tryConsume(0) } catch (e) { if (e instanceof EdgeBucketError) e.code }
@@ -157,7 +160,11 @@ export interface VerboseResult<T> {
   diagnostics: Diagnostics;
 }
 
-/** What a listenable bucket reports; implement any hooks. */
+/**
+ * What a listenable bucket reports; implement any hooks. Hooks run after the operation took
+ * effect: a hook that throws makes the call throw with the tokens taken, except `onDelayed`,
+ * whose wait is then cancelled and its tokens returned.
+ */
 export interface BucketListener {
   onConsumed?(tokens: Tokens): void;
   onRejected?(tokens: Tokens): void;
@@ -191,7 +198,7 @@ export class Bucket {
   tryConsume(tokens: Tokens): boolean;
   tryConsumeAndReturnRemaining(tokens: Tokens): ConsumptionProbe;
   estimateAbilityToConsume(tokens: Tokens): EstimationProbe;
-  /** Consumes every available token, at most `limit`; how many. */
+  /** Consumes every available token, at most `limit` (none or `Infinity`: no limit); how many. */
   tryConsumeAsMuchAsPossible(limit?: Tokens): Exact;
   addTokens(tokens: Tokens): void;
   forceAddTokens(tokens: Tokens): void;
@@ -246,9 +253,9 @@ export class Scheduler {
 export type Key = string | Uint8Array;
 
 export interface StoreOptions {
-  /** For every key, or a supplier called only for new (and outdated) keys. */
+  /** For every key, or a supplier called only for keys the store does not hold (new, or expired and swept) and outdated keys. */
   configuration: BucketConfiguration | ((key: Key) => BucketConfiguration);
-  /** Default 1,000,000; `Infinity` for no cap. */
+  /** Default 1,000,000; from 1 to 2^32 - 1 (what wasm memory can address), or `Infinity` for no cap. */
   maxKeys?: number;
   /** How long a full bucket is kept before it may be swept (default 0). Expiry is eventual. */
   idleGrace?: Duration;

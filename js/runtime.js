@@ -99,6 +99,9 @@ export function writeKey(key) {
       }
       if (i === length) return length;
     }
+    // UTF-8 has no form for a lone surrogate: encodeInto writes U+FFFD, so '\uD800' and '\uFFFD'
+    // would be one key.
+    if (hasLoneSurrogate(key)) throw invalidArgument('a string key must be well-formed Unicode: it has a lone surrogate');
     const { read, written } = encoder.encodeInto(key, keyBytes);
     if (read < length || written > MAX_KEY_BYTES) throw keyTooLong(encoder.encode(key).length);
     return written;
@@ -109,6 +112,13 @@ export function writeKey(key) {
     return key.length;
   }
   throw invalidArgument(`a key must be a string or a Uint8Array, got ${describe(key)}`);
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** `String.prototype.isWellFormed` where the runtime has it (Node 20+), a regular expression before. */
+function hasLoneSurrogate(key) {
+  return typeof key.isWellFormed === 'function' ? !key.isWellFormed() : LONE_SURROGATE.test(key);
 }
 
 function keyTooLong(length) {

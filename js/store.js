@@ -12,12 +12,15 @@ import { consumptionProbe, estimationProbe } from './operations.js';
  * each plus the key, in wasm memory.
  *
  * - `configuration`: a {@link BucketConfiguration} for every key, or a function
- *   `(key) => BucketConfiguration` called only for new keys (and keys of an older `version`).
+ *   `(key) => BucketConfiguration` called only for keys the store does not hold (new, or
+ *   expired and swept: with the default `idleGrace` of 0 a key whose bucket is full again may
+ *   be swept by a later insertion) and for keys of an older `version`.
  * - `version` and `strategy`: raising the version (see {@link BucketStore#configure}) gives
  *   keys of older versions the new configuration on their next access, tokens carried over by
  *   the strategy (Bucket4j's implicit configuration replacement).
  * - `maxKeys` (default 1,000,000): beyond it an insertion evicts a key (CLOCK: the first key
- *   under the hand that is expired or unused since the hand last passed). `Infinity` for no cap.
+ *   under the hand that is expired or unused since the hand last passed). From 1 to 2^32 - 1,
+ *   or `Infinity` for no cap.
  * - `idleGrace` (default 0): a key expires once its bucket has been full that long (Bucket4j's
  *   expiry "time to refill to maximum" plus a grace). Expiry is eventual, as a TTL: insertions
  *   sweep a few keys each, eviction never spares an expired key, `removeExpired()` sweeps all. It is

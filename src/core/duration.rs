@@ -95,20 +95,14 @@ impl InstantSpec {
     ///
     /// # Errors
     /// [`Error::InvalidDuration`] for unreadable text, fractional milliseconds or an instant
-    /// outside the 64-bit nanosecond range (years 1677 to 2262). Text is RFC 3339 from 1970 on
-    /// (humantime's range): an earlier year is unreadable text, where milliseconds before the
-    /// epoch are a number the caller judges.
+    /// outside the 64-bit nanosecond range (years 1677 to 2262). Text is RFC 3339 with `Z` or a
+    /// numeric offset, its local date and time from 1970 on (humantime's range): an earlier
+    /// year is unreadable text, where milliseconds before the epoch are a number the caller
+    /// judges.
     pub fn to_nanos(&self) -> Result<i64> {
         let nanos = match self {
             InstantSpec::Millis(ms) => whole_millis(*ms)? as i128 * 1_000_000,
-            InstantSpec::Text(text) => {
-                let time = humantime::parse_rfc3339_weak(text)
-                    .map_err(|e| invalid(text, format!("{e} (RFC 3339, from 1970 on)")))?;
-                match time.duration_since(UNIX_EPOCH) {
-                    Ok(after) => after.as_nanos() as i128,
-                    Err(before) => -(before.duration().as_nanos() as i128),
-                }
-            }
+            InstantSpec::Text(text) => rfc3339_nanos(text)?,
         };
         i64::try_from(nanos).map_err(|_| {
             let shown = match self {
@@ -128,6 +122,43 @@ impl InstantSpec {
             _ => humantime::format_rfc3339_nanos(time).to_string(),
         };
         InstantSpec::Text(text)
+    }
+}
+
+/// RFC 3339 text to nanoseconds since the epoch. humantime reads UTC only (`Z`), so a numeric
+/// offset is taken off here and applied after.
+fn rfc3339_nanos(text: &str) -> Result<i128> {
+    let (utc, offset_seconds) = without_offset(text);
+    let time =
+        humantime::parse_rfc3339_weak(&utc).map_err(|e| invalid(text, format!("{e} (RFC 3339, from 1970 on)")))?;
+    let nanos = match time.duration_since(UNIX_EPOCH) {
+        Ok(after) => after.as_nanos() as i128,
+        Err(before) => -(before.duration().as_nanos() as i128),
+    };
+    Ok(nanos - offset_seconds as i128 * 1_000_000_000)
+}
+
+/// `text` in upper case (RFC 3339 allows `t` and `z`) with a numeric offset (`+01:00`,
+/// `-05:30`) replaced by `Z`, and that offset in seconds east of UTC (0 without one).
+fn without_offset(text: &str) -> (String, i64) {
+    let upper = text.to_ascii_uppercase();
+    let bytes = upper.as_bytes();
+    let Some(at) = bytes.len().checked_sub(6) else { return (upper, 0) };
+    let tail = &bytes[at..];
+    let number =
+        |digits: &[u8]| digits.iter().try_fold(0, |n, d| d.is_ascii_digit().then(|| n * 10 + (d - b'0') as i64));
+    let sign = match tail[0] {
+        b'+' => 1,
+        b'-' => -1,
+        _ => return (upper, 0),
+    };
+    // A date alone ends in "-MM-DD", which the colon tells apart; the clock must be in range.
+    match (tail[3], number(&tail[1..3]), number(&tail[4..6])) {
+        (b':', Some(hours @ 0..=23), Some(minutes @ 0..=59)) => {
+            (format!("{}Z", &upper[..at]), sign * (hours * 3600 + minutes * 60))
+            // `at` follows ASCII
+        }
+        _ => (upper, 0),
     }
 }
 
@@ -247,7 +278,30 @@ impl<'de> Deserialize<'de> for InstantSpec {
 
 #[cfg(test)]
 mod tests {
-    use super::describe_number;
+    use super::{describe_number, InstantSpec};
+
+    fn instant(text: &str) -> crate::Result<i64> {
+        InstantSpec::Text(text.into()).to_nanos()
+    }
+
+    #[test]
+    fn rfc3339_instants_take_numeric_offsets_and_lower_case() {
+        const HOUR: i64 = 3_600_000_000_000;
+        let midnight = instant("2026-01-01T00:00:00Z").unwrap();
+        assert_eq!(instant("2026-01-01T01:00:00+01:00").unwrap(), midnight);
+        assert_eq!(instant("2025-12-31T19:00:00-05:00").unwrap(), midnight);
+        assert_eq!(instant("2026-01-01T05:30:00.000+05:30").unwrap(), midnight);
+        assert_eq!(instant("2026-01-01t00:00:00z").unwrap(), midnight);
+        assert_eq!(instant("2026-01-01T00:00:00+00:00").unwrap(), midnight);
+        assert_eq!(instant("2026-01-01T00:00:00-00:00").unwrap(), midnight);
+        // The local time is read from 1970 on; the offset may take the instant before it.
+        assert_eq!(instant("1970-01-01T00:30:00+01:00").unwrap(), -HOUR / 2);
+        for bad in
+            ["2026-01-01T00:00:00+24:00", "2026-01-01T00:00:00+01:60", "2026-01-01T00:00:00+0100", "+01:00", "é+01:00"]
+        {
+            assert_eq!(instant(bad).unwrap_err().code(), "INVALID_DURATION", "{bad}");
+        }
+    }
 
     #[test]
     fn numbers_in_messages_read_as_javascript_writes_them() {

@@ -49,7 +49,8 @@ impl RawConfiguration {
     }
 }
 
-/// `spec` as a plain JS object; integers as numbers, or all as BigInts if one is beyond 2^53.
+/// `spec` as a plain JS object; integers as numbers, or all as BigInts if one is beyond 2^53
+/// (JS turns the safe ones back into numbers: `exactNumbers` in `js/configuration.js`).
 fn to_js(spec: &ConfigurationSpec) -> Result<JsValue, BindingError> {
     let plain = serde_wasm_bindgen::Serializer::json_compatible();
     spec.serialize(&plain)

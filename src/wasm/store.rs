@@ -52,6 +52,13 @@ fn hash_seed() -> u64 {
     getrandom::u64().unwrap_or_else(|_| (js_sys::Math::random() * 2f64.powi(53)) as u64)
 }
 
+/// `maxKeys` as a count wasm memory can address: 1 to `usize::MAX` (2^32 - 1 on wasm32).
+fn key_cap(max_keys: i64) -> Result<usize, BindingError> {
+    usize::try_from(max_keys).ok().filter(|&n| n >= 1).ok_or_else(|| {
+        BindingError::InvalidArgument(format!("maxKeys must be from 1 to {} or Infinity, got {max_keys}", usize::MAX))
+    })
+}
+
 #[wasm_bindgen(js_class = RawStore)]
 impl RawStore {
     /// An empty store of at most `max_keys` keys (`Infinity`: no cap) whose keys are kept
@@ -64,8 +71,7 @@ impl RawStore {
         unit_is_millis: bool,
         origin_millis: f64,
     ) -> Result<RawStore, JsValue> {
-        let max_keys =
-            if max_keys == f64::INFINITY { usize::MAX } else { integer(max_keys, 0, "maxKeys")?.max(0) as usize };
+        let max_keys = if max_keys == f64::INFINITY { usize::MAX } else { key_cap(integer(max_keys, 0, "maxKeys")?)? };
         let idle_grace = Duration::from_nanos(duration_nanos(idle_grace)? as u64);
         let options = StoreOptions { max_keys, idle_grace, hash_seed: hash_seed() };
         let store = BucketStore::new(options).map_err(BindingError::from)?;

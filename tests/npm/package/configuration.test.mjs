@@ -77,3 +77,23 @@ test('BigInt capacities beyond 2^53 survive the schema both ways', () => {
   assert.equal(config.toJSON().bandwidths[0].capacity, 2n ** 62n);
   assert.equal(Bucket.builder().withConfiguration(config).build().getAvailableTokens(), 2n ** 62n);
 });
+
+test('an RFC 3339 first refill may carry a numeric offset', () => {
+  const aligned = (at) => BucketConfiguration.builder().addLimit((l) => l.capacity(10).refillIntervallyAligned(10, '1h', at)).build();
+  const utc = aligned('2026-01-01T00:00:00Z');
+  for (const at of ['2026-01-01T01:00:00+01:00', '2025-12-31T19:00:00-05:00', '2026-01-01t00:00:00z', Date.UTC(2026, 0, 1)]) {
+    assert.ok(aligned(at).equals(utc), String(at));
+  }
+  assert.throws(() => aligned('2026-01-01T00:00:00+25:00'), code('INVALID_DURATION'));
+});
+
+test('toJSON gives numbers while exact even beside a BigInt, and round-trips', () => {
+  const config = BucketConfiguration.builder()
+    .addLimit((l) => l.capacity(10).refillGreedy(1, '1s').initialTokens(3))
+    .addLimit((l) => l.capacity(2n ** 60n).refillGreedy(2n ** 53n, '200d'))
+    .build();
+  const [small, big] = config.toJSON().bandwidths;
+  assert.deepEqual([small.capacity, small.refill.tokens, small.initialTokens], [10, 1, 3]);
+  assert.deepEqual([big.capacity, big.refill.tokens], [2n ** 60n, 2n ** 53n], '2^53 itself is past the safe range');
+  assert.ok(BucketConfiguration.fromJSON(config.toJSON()).equals(config));
+});

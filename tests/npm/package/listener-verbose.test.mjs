@@ -23,6 +23,13 @@ test('a listener counts consumed and rejected tokens; the plain view reports not
   assert.equal(bucket.getAvailableTokens(), -3, 'both views share one bucket');
 });
 
+test('a listener that throws makes the call throw, after the operation took effect (as documented)', () => {
+  const { bucket } = manual();
+  const observed = bucket.toListenable({ onConsumed() { throw new Error('listener bug'); } });
+  assert.throws(() => observed.tryConsume(3), /listener bug/);
+  assert.equal(bucket.getAvailableTokens(), 2);
+});
+
 test('a listener may implement only some hooks', () => {
   const { bucket } = manual();
   const seen = [];

@@ -134,13 +134,19 @@ test('bad arguments throw EdgeBucketError and change nothing', () => {
     [() => store.tryConsume(null, 1), 'INVALID_ARGUMENT'],
     [() => store.tryConsume('x'.repeat(65536), 1), 'KEY_TOO_LONG'],
     [() => store.tryConsume('é'.repeat(40000), 1), 'KEY_TOO_LONG'],
+    // UTF-8 cannot encode a lone surrogate: encoded as U+FFFD it would share that key's bucket.
+    [() => store.tryConsume('\uD800', 1), 'INVALID_ARGUMENT'],
+    [() => store.tryConsume('a\uDFFFb', 1), 'INVALID_ARGUMENT'],
     [() => store.estimateAbilityToConsume('k', 0), 'NON_POSITIVE_TOKENS'],
     [() => store.configure({ configuration: limit(1, 1), strategy: 'SOMETIMES' }), 'INVALID_ARGUMENT'],
     [() => store.configure({ configuration: {} }), 'INVALID_ARGUMENT'],
     [() => store.configure(), 'INVALID_ARGUMENT'],
     [() => store.configure(null), 'INVALID_ARGUMENT'],
     [() => store.configure({ configuration: limit(1, 1), version: -1 }), 'INVALID_ARGUMENT'],
-    [() => new BucketStore({ configuration: limit(1, 1), maxKeys: 0 }), 'INVALID_CONFIGURATION'],
+    [() => new BucketStore({ configuration: limit(1, 1), maxKeys: 0 }), 'INVALID_ARGUMENT'],
+    [() => new BucketStore({ configuration: limit(1, 1), maxKeys: -1 }), 'INVALID_ARGUMENT'],
+    // Not wrapped modulo 2^32 into a cap of 1 key (wasm addresses at most 2^32 - 1).
+    [() => new BucketStore({ configuration: limit(1, 1), maxKeys: 2 ** 32 + 1 }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({ configuration: limit(1, 1), maxKeys: 1.5 }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({ configuration: limit(1, 1), idleGrace: 'soon' }), 'INVALID_DURATION'],
     [() => new BucketStore({ configuration: limit(1, 1), clock: 'sundial' }), 'INVALID_ARGUMENT'],
@@ -212,4 +218,11 @@ test('a BigInt left by a call that threw before reaching wasm is never read in p
   assert.throws(() => store.tryConsume('k', NaN), { code: 'INVALID_ARGUMENT' });
   assert.equal(store.getAvailableTokens('k'), 10, 'nothing consumed');
   assert.throws(() => store.configure({ configuration: limit(10, 10), version: NaN }), { code: 'INVALID_ARGUMENT' });
+});
+
+test('well-formed non-ASCII keys, surrogate pairs included, are distinct keys', () => {
+  const { store } = manual({ configuration: limit(1, 1) });
+  for (const key of ['😀', '\uFFFD', 'é', 'e\u0301']) assert.equal(store.tryConsume(key, 1), true, key);
+  assert.equal(store.size, 4);
+  assert.equal(store.tryConsume('😀', 1), false, 'the first key is empty');
 });

@@ -22,3 +22,10 @@ test('tsc --noEmit accepts the usage and its expected errors', () => {
   assert.notEqual(broken.status, 0);
   assert.match(broken.stdout, /TS2322/);
 });
+
+test('both entry points have types under the older moduleResolution node10', () => {
+  const dir = fs.mkdtempSync(path.join(scratch, 'types-legacy-'));
+  for (const file of ['legacy.ts', 'tsconfig.legacy.json']) fs.copyFileSync(path.join(here, '../types', file), path.join(dir, file));
+  const run = spawnSync(tsc, ['-p', path.join(dir, 'tsconfig.legacy.json')], { encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+});
