@@ -81,7 +81,8 @@ impl<'a> DecisionLine<'a> {
         self
     }
 
-    /// Counts the decision and, when `verbose` or when something went wrong, logs it.
+    /// Counts the decision and logs it when `verbose`, when something went wrong, or when shadow
+    /// mode let a rejection through (what shadow mode is for, so never silenced).
     pub fn emit(
         self,
         fallback: Option<FailureMode>,
@@ -104,7 +105,7 @@ impl<'a> DecisionLine<'a> {
                 (None, None) => {}
             }
         });
-        if verbose || line.fallback.is_some() || line.error.is_some() {
+        if verbose || line.shadow_rejected || line.fallback.is_some() || line.error.is_some() {
             worker::console_log!("{}", serde_json::to_string(&line).unwrap_or_default());
         }
     }

@@ -154,7 +154,7 @@ fn check_bandwidth_ids(name: &str, configuration: &BucketConfiguration) -> Resul
 }
 
 /// The `RateLimit` item name of bandwidth `index` of `count`: its id, else the policy's name (one
-/// bandwidth) or `policy-N` (N from 1). Unique within a policy (checked when it is read).
+/// bandwidth) or `{policy}-N` (N from 1). Unique within a policy (checked when it is read).
 pub fn item_name(policy: &str, id: Option<&str>, index: usize, count: usize) -> String {
     match (id, count) {
         (Some(id), _) => id.to_owned(),

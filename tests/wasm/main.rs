@@ -187,5 +187,11 @@ fn a_store_asks_for_configurations_it_lacks() {
     assert_eq!(store.size(), 1.0);
     assert!(store.has(write_key("alice")) && !store.has(write_key("bob")));
     assert_eq!(code_of(&store.configure_supplied(1.0, "SOMETIMES").unwrap_err()), "INVALID_ARGUMENT");
-    assert_eq!(code_of(&RawStore::new(0.0, 0.into(), false, 0.0).unwrap_err()), "INVALID_CONFIGURATION");
+    for max_keys in [0.0, -1.0, 4_294_967_297.0] {
+        assert_eq!(
+            code_of(&RawStore::new(max_keys, 0.into(), false, 0.0).unwrap_err()),
+            "INVALID_ARGUMENT",
+            "{max_keys}"
+        );
+    }
 }

@@ -281,6 +281,31 @@ test('shadow mode decides and logs but never rejects', async () => {
   assert.deepEqual([line.allowed, line.shadowRejected], [true, true]);
 });
 
+test('a reservation that can never be granted: 429 without Retry-After, t or a wait', async () => {
+  const k = key();
+  const r = await w.call(`/v1/buckets/${k}/reserve`, post({ policy: 'two', tokens: 2 ** 62, maxWait: '1d' }));
+  assert.equal(r.status, 429);
+  assert.equal(r.headers.get('retry-after'), null);
+  assert.doesNotMatch(r.headers.get('ratelimit'), /;t=/);
+  const body = await r.json();
+  assert.deepEqual([body.allowed, body.waitMs], [false, null]);
+});
+
+test('with LOG_DECISIONS "false", a shadow rejection is still logged', async () => {
+  const quiet = await start({ vars: { POLICIES, LOG_DECISIONS: 'false' } });
+  try {
+    const shadowConsume = () => quiet.call('/v1/buckets/q/consume', post({ policy: 'shadow' }));
+    assert.equal((await shadowConsume()).status, 200);
+    const r = await shadowConsume();
+    assert.equal(r.headers.get('edgebucket-shadow'), 'rejected');
+    const [line] = await quiet.logged((l) => l.key === 'q');
+    assert.equal(line.shadowRejected, true);
+    assert.equal(quiet.logs.filter((l) => l.key === 'q').length, 1, 'the plain admission before it was not logged');
+  } finally {
+    await quiet.stop();
+  }
+});
+
 test('shadow mode grants a refused reservation with no wait to obey', async () => {
   const k = key();
   assert.equal((await consume(k, { policy: 'shadow' })).status, 200);
@@ -358,9 +383,20 @@ test("the shipped wrangler.toml configuration loads", async () => {
     const r = await shipped.call('/v1/policies', admin());
     assert.equal(r.status, 200);
     const policies = await r.json();
-    assert.deepEqual(Object.keys(policies).sort(), ['api', 'demo', 'login']);
+    assert.deepEqual(Object.keys(policies).sort(), ['api', 'api-premium', 'demo', 'login']);
     assert.equal(policies.api.failure, 'degrade');
     assert.equal(policies.api.bandwidths.length, 2);
+    // The README's example: a key moved to the premium policy, tokens carried over in proportion.
+    assert.equal((await shipped.call('/v1/buckets/user-42/consume', post({ policy: 'api', tokens: 1 }))).status, 200);
+    const moved = await shipped.call(
+      '/v1/buckets/user-42/configuration',
+      admin({ method: 'PUT', body: JSON.stringify({ policy: 'api-premium', strategy: 'PROPORTIONALLY' }) }),
+    );
+    assert.equal(moved.status, 200);
+    const state = await moved.json();
+    assert.equal(state.policy, 'api-premium');
+    const perMinute = state.bandwidths.find((b) => b.name === 'per-minute');
+    assert.deepEqual([perMinute.capacity, perMinute.available], [1000, 990], '99 of 100 is 990 of 1000');
   } finally {
     await shipped.stop();
   }
