@@ -30,6 +30,7 @@ export function createClient(options) {
   const pacer = config.share !== false && canShare() ? sharedPacer(config.share === true ? 'default' : config.share, makePacer) : makePacer();
   const queue = new RequestQueue({
     concurrency: config.concurrency,
+    maxWaiting: config.maxQueue,
     now: clock,
     acquire: (entry) => pacer.acquire(entry.demand),
     release: (ticket) => pacer.release(ticket),
@@ -55,6 +56,8 @@ export function createClient(options) {
     return error;
   };
 
+  const queueFull = () => new EdgeBucketError('QUEUE_FULL', `the queue already holds ${config.maxQueue} waiting requests`);
+
   /** Waits for the queue to start `job`; resolves with the pacer's ticket. */
   const turn = (job, signal) =>
     new Promise((resolve, reject) => {
@@ -68,8 +71,11 @@ export function createClient(options) {
         reject(drop(job, abortReason(signal), signal.reason));
         return;
       }
-      if (job.attempt === 0 && queue.size >= config.maxQueue) {
-        reject(drop(job, 'queue-full', new EdgeBucketError('QUEUE_FULL', `the queue already holds ${config.maxQueue} requests`)));
+      // Beyond maxQueue plus the free slots this one would wait for certain: refused now. Short
+      // of that, the queue's pass tells (a free slot may take it, or pacing hold it) and sheds
+      // the newest beyond maxQueue (`full` below).
+      if (job.attempt === 0 && queue.size >= config.maxQueue + Math.max(0, config.concurrency - queue.running)) {
+        reject(drop(job, 'queue-full', queueFull()));
         return;
       }
       let reason = null;
@@ -103,6 +109,8 @@ export function createClient(options) {
         },
         timedOut: () => fail(drop(job, 'timeout', timeoutError(job))),
         fail,
+        retry: job.attempt > 0,
+        full: () => fail(drop(job, 'queue-full', queueFull())),
       };
       job.entry = entry;
       signal.addEventListener('abort', onAbort, { once: true });

@@ -338,7 +338,9 @@ function xRateLimit(get, serverNow) {
     const quota = decimalNumber(field('limit'));
     let remaining = decimalNumber(field('remaining'));
     const used = decimalNumber(field('used'));
-    if (remaining === undefined && quota !== undefined && used !== undefined) remaining = Math.max(quota - used, 0);
+    // Two huge values (both Infinity) leave nothing to compute: remaining stays unknown.
+    const left = quota - used;
+    if (remaining === undefined && !Number.isNaN(left)) remaining = Math.max(left, 0);
     let reset = readReset(field('reset'), serverNow);
     const resetAfter = decimalNumber(field('reset-after'));
     if (resetAfter !== undefined) reset = Math.min(resetAfter * SECOND, BOUNDS.maxWait);
@@ -358,11 +360,14 @@ function xRateLimit(get, serverNow) {
 }
 xRateLimit.label = 'x-ratelimit';
 
-/** A non-negative decimal number as these legacy fields write them (`5000`, `1470173023.123`). */
+/**
+ * A non-negative decimal number as these legacy fields write them (`5000`, `1470173023.123`).
+ * Any length within maxFieldLength: a huge value is clamped by its caller, not dropped.
+ */
 function decimalNumber(value) {
-  if (value == null) return undefined;
+  if (value == null || value.length > BOUNDS.maxFieldLength) return undefined;
   const trimmed = value.trim();
-  return /^\d{1,16}(\.\d{1,9})?$/.test(trimmed) ? Number(trimmed) : undefined;
+  return /^\d+(\.\d+)?$/.test(trimmed) ? Number(trimmed) : undefined;
 }
 
 /**
@@ -394,7 +399,7 @@ function readReset(value, serverNow) {
  * server's clock (`serverNow`). Decimal seconds are accepted, though the RFC has only integers.
  */
 function readRetryAfter(value, serverNow) {
-  if (value == null) return undefined;
+  if (value == null || value.length > BOUNDS.maxFieldLength) return undefined;
   const trimmed = value.trim();
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.min(Math.ceil(Number(trimmed) * SECOND), BOUNDS.maxWait);
   const at = parseHttpDate(trimmed, serverNow);

@@ -38,7 +38,10 @@ export interface Observation {
   cached?: boolean;
 }
 
-/** Bounds applied to header values: beyond them, values are clamped. */
+/**
+ * Bounds applied to header values: quotas, windows and waits beyond them are clamped; longer
+ * fields are ignored, and items past `maxItems` and names longer than `maxNameLength` dropped.
+ */
 export declare const BOUNDS: Readonly<{
   maxQuota: number;
   maxWindow: number;
@@ -95,13 +98,20 @@ export interface RetryOptions {
 }
 
 export interface ClientOptions {
-  /** The fetch to wrap. Default `globalThis.fetch`. */
+  /** The fetch to wrap, called as a plain function (`this` undefined). Default `globalThis.fetch`. */
   fetch?: (input: Request, init?: object) => Promise<Response>;
   /** Most requests in flight at once. Default 8. */
   concurrency?: number;
-  /** Most requests waiting (a positive integer or Infinity); past it a request fails with `QUEUE_FULL`. Default 1000. */
+  /**
+   * Most requests waiting (a positive integer or Infinity), not counting those a free concurrency
+   * slot is about to take; past it a request fails with `QUEUE_FULL`. Default 1000.
+   */
   maxQueue?: number;
-  /** Milliseconds for a request, queue and retries included, before it fails with `TIMEOUT`. Default none. */
+  /**
+   * Milliseconds for a request, queue and retries included, before it fails with `TIMEOUT`
+   * (at once when the known wait is longer). A retry that could not be made in time is not made:
+   * the response that asked for it is returned. Default none.
+   */
   timeout?: number | false;
   /** 429/503 retries: a limit, an object, or false. */
   retry?: number | false | RetryOptions;

@@ -29,6 +29,7 @@ function invalid(message) {
 
 function shown(value) {
   if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'bigint') return String(value); // NaN, Infinity, 1n
   if (typeof value === 'function') return 'a function';
   try {
     return JSON.stringify(value) ?? String(value);
@@ -91,8 +92,10 @@ function retryOptions(value) {
   if (!Array.isArray(retry.statusCodes) || !retry.statusCodes.every((s) => Number.isInteger(s) && s >= 100 && s <= 599)) {
     throw invalid(`retry.statusCodes must be an array of HTTP status codes, got ${shown(retry.statusCodes)}`);
   }
-  if (!(retry.maxRetryAfter >= 0)) throw invalid(`retry.maxRetryAfter must be a non-negative number of ms, got ${shown(retry.maxRetryAfter)}`);
-  if (!(retry.backoffLimit >= 0)) throw invalid(`retry.backoffLimit must be a non-negative number of ms, got ${shown(retry.backoffLimit)}`);
+  for (const name of ['maxRetryAfter', 'backoffLimit']) {
+    const ms = retry[name];
+    if (!(typeof ms === 'number' && ms >= 0)) throw invalid(`retry.${name} must be a non-negative number of ms, got ${shown(ms)}`);
+  }
   return retry;
 }
 
@@ -127,8 +130,9 @@ export function clientOptions(options = {}) {
   const probe = options.probe ?? true;
   if (typeof probe !== 'boolean') throw invalid(`probe must be true or false, got ${shown(probe)}`);
   return {
-    // A bare global fetch called as a method of another object throws "Illegal invocation".
-    fetch: options.fetch ?? fetch.bind(globalThis),
+    // Called as a plain function: a browser's fetch called as a method of another object (these
+    // options) throws "Illegal invocation", so even `{ fetch: globalThis.fetch }` must not be.
+    fetch: options.fetch === undefined ? fetch.bind(globalThis) : (input, init) => fetch(input, init),
     concurrency: positiveInteger(options.concurrency ?? 8, 'concurrency', { infinity: true }),
     maxQueue: positiveInteger(options.maxQueue ?? 1000, 'maxQueue', { infinity: true }),
     timeout: timeout(options.timeout, 'timeout'),

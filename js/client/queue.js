@@ -21,11 +21,14 @@ import { after } from './timers.js';
  * @property {(grant: { wait: number, reason: string }) => void} [waiting] told each time it must wait
  * @property {() => void} timedOut it cannot go before its deadline
  * @property {(error: unknown) => void} fail deciding on it threw: it fails with that error
+ * @property {boolean} [retry] a retry of a request already admitted: never shed
+ * @property {() => void} [full] it is one too many waiting: it fails with `QUEUE_FULL`
  */
 
 export class RequestQueue {
   #entries = [];
   #concurrency;
+  #maxWaiting;
   #acquire;
   #release;
   #now;
@@ -38,12 +41,14 @@ export class RequestQueue {
   /**
    * @param {object} options
    * @param {number} options.concurrency most entries running at once
+   * @param {number} [options.maxWaiting] most entries waiting after a pass; the newest beyond it are shed
    * @param {(entry: Entry) => import('./pacer.js').Grant | Promise<import('./pacer.js').Grant>} options.acquire
    * @param {(ticket: unknown) => void} options.release hands back a ticket granted to an entry that left meanwhile
    * @param {() => number} options.now milliseconds
    */
-  constructor({ concurrency, acquire, release, now }) {
+  constructor({ concurrency, maxWaiting = Infinity, acquire, release, now }) {
     this.#concurrency = concurrency;
+    this.#maxWaiting = maxWaiting;
     this.#acquire = acquire;
     this.#release = release;
     this.#now = now;
@@ -146,6 +151,22 @@ export class RequestQueue {
       }
       this.#wakeAt(wakeAt);
     } while (this.#again && !this.#closed);
+    this.#shed();
+  }
+
+  /**
+   * After a pass every entry left is waiting. Past maxWaiting, the newest first attempts fail
+   * (`full`): waiting is only known once the pass has asked, as requests made in one tick sit
+   * here until a pass starts those that can go.
+   */
+  #shed() {
+    const excess = this.#entries.length - this.#maxWaiting;
+    if (!(excess > 0) || this.#closed) return;
+    const newest = this.#entries.filter((e) => !e.retry).sort((a, b) => b.seq - a.seq);
+    for (const entry of newest.slice(0, excess)) {
+      this.remove(entry);
+      entry.full?.();
+    }
   }
 
   /**

@@ -35,6 +35,10 @@ test('bad options are EdgeBucketErrors with code INVALID_ARGUMENT, the package\'
     [{ fetch: 'fetch' }, /fetch/],
     [{ cost: 0 }, /cost/],
     [{ probe: 'yes' }, /probe/],
+    [{ retry: { maxRetryAfter: null } }, /retry.maxRetryAfter must be a non-negative number of ms, got null/],
+    [{ retry: { backoffLimit: '5000' } }, /retry.backoffLimit must be a non-negative number of ms, got "5000"/],
+    [{ timeout: NaN }, /timeout must be a positive number of milliseconds or false, got NaN/],
+    [{ priority: Infinity }, /priority must be a finite number, got Infinity/],
     ['fast', /must be an object/],
   ];
   for (const [options, message] of bad) {
@@ -58,6 +62,22 @@ test('a request past maxQueue fails with QUEUE_FULL at once, and the dropped hoo
   client.close();
   for (const request of queued) await assert.rejects(request, { code: 'CLOSED' });
   await assert.rejects(client(`${server.url}/api/e`), { code: 'CLOSED' });
+});
+
+test('maxQueue counts the requests that wait, not those a free slot is about to take', async () => {
+  const slow = () => new Promise((resolve) => setTimeout(() => resolve(new Response('ok')), 50));
+  const client = createClient({ share: false, probe: false, concurrency: 8, maxQueue: 1, fetch: slow });
+  const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => client(`http://a.example/${i}`)));
+  assert.deepEqual(results.map((r) => r.value?.status ?? r.reason.code), [...Array(9).fill(200), 'QUEUE_FULL']);
+});
+
+test('a fetch given in the options is called as a plain function, as a browser\'s own fetch must be', async () => {
+  function strictFetch() {
+    if (this !== undefined) throw new TypeError('Illegal invocation'); // what a browser's fetch does
+    return Promise.resolve(new Response('ok'));
+  }
+  const client = createClient({ share: false, fetch: strictFetch });
+  assert.equal((await client('http://a.example/')).status, 200);
 });
 
 test('a request that cannot go before its timeout fails with TIMEOUT as soon as that is known', async (t) => {

@@ -299,6 +299,11 @@ test('absurd values are clamped to BOUNDS', () => {
   assert.equal(read({ 'ratelimit-policy': '"a";q=10', ratelimit: '"a";r=50' }).limits[0].remaining, 10);
   // An epoch reset an hour past the bound.
   assert.equal(read({ date: DATE, 'x-ratelimit-reset': String(SERVER_NOW / 1000 + 90_000) }).limits[0].reset, BOUNDS.maxWait);
+  // Legacy numbers of any length are clamped, not dropped; two infinite ones leave remaining unknown.
+  const x = read({ 'x-ratelimit-limit': '9'.repeat(17), 'x-ratelimit-remaining': '9'.repeat(400), 'x-ratelimit-reset-after': '9'.repeat(30) });
+  assert.deepEqual(x.limits, [limit({ policy: 'default', quota: BOUNDS.maxQuota, remaining: BOUNDS.maxQuota, reset: BOUNDS.maxWait })]);
+  const used = read({ 'x-ratelimit-limit': '9'.repeat(400), 'x-ratelimit-used': '9'.repeat(400) }).limits[0];
+  assert.deepEqual([used.quota, used.remaining], [BOUNDS.maxQuota, undefined]);
 });
 
 test('Retry-After and X-RateLimit values that are not numbers or dates are ignored', () => {
@@ -323,6 +328,8 @@ test('hostile sizes: long fields are skipped unread, item counts and names are c
   assert.equal(read({ 'ratelimit-policy': many }).limits.length, BOUNDS.maxItems);
   const longName = `"${'n'.repeat(BOUNDS.maxNameLength + 1)}";q=1, "short";q=1`;
   assert.deepEqual(read({ 'ratelimit-policy': longName }).limits.map((l) => l.policy), ['short']);
+  // Retry-After as well: a 9,000-digit delay is not read as a day.
+  assert.equal(read({ 'retry-after': '9'.repeat(BOUNDS.maxFieldLength + 1) }).retryAfter, undefined);
 });
 
 test('names that are JavaScript specials are only names', () => {
