@@ -164,8 +164,9 @@ export class RequestQueue {
     if (!(excess > 0) || this.#closed) return;
     const newest = this.#entries.filter((e) => !e.retry).sort((a, b) => b.seq - a.seq);
     for (const entry of newest.slice(0, excess)) {
-      this.remove(entry);
-      entry.full?.();
+      // `full` runs the client's dropped hook, which may close the client or abort other entries.
+      if (this.#closed) break;
+      if (this.remove(entry)) entry.full?.();
     }
   }
 

@@ -128,7 +128,7 @@ impl InstantSpec {
 /// RFC 3339 text to nanoseconds since the epoch. humantime reads UTC only (`Z`), so a numeric
 /// offset is taken off here and applied after.
 fn rfc3339_nanos(text: &str) -> Result<i128> {
-    let (utc, offset_seconds) = without_offset(text);
+    let (utc, offset_seconds) = without_offset(text)?;
     let time =
         humantime::parse_rfc3339_weak(&utc).map_err(|e| invalid(text, format!("{e} (RFC 3339, from 1970 on)")))?;
     let nanos = match time.duration_since(UNIX_EPOCH) {
@@ -139,26 +139,28 @@ fn rfc3339_nanos(text: &str) -> Result<i128> {
 }
 
 /// `text` in upper case (RFC 3339 allows `t` and `z`) with a numeric offset (`+01:00`,
-/// `-05:30`) replaced by `Z`, and that offset in seconds east of UTC (0 without one).
-fn without_offset(text: &str) -> (String, i64) {
+/// `-05:30`) replaced by `Z`, and that offset in seconds east of UTC (0 without one). Text that
+/// ends in the shape of an offset must hold a valid one: humantime, after a fraction of a
+/// second, would skip any `+…` there unread.
+fn without_offset(text: &str) -> Result<(String, i64)> {
     let upper = text.to_ascii_uppercase();
     let bytes = upper.as_bytes();
-    let Some(at) = bytes.len().checked_sub(6) else { return (upper, 0) };
+    // An offset follows a date and a time (19 characters); a date alone ends in "-MM-DD".
+    let Some(at) = bytes.len().checked_sub(6).filter(|&at| at >= 19) else { return Ok((upper, 0)) };
     let tail = &bytes[at..];
-    let number =
-        |digits: &[u8]| digits.iter().try_fold(0, |n, d| d.is_ascii_digit().then(|| n * 10 + (d - b'0') as i64));
     let sign = match tail[0] {
         b'+' => 1,
         b'-' => -1,
-        _ => return (upper, 0),
+        _ => return Ok((upper, 0)),
     };
-    // A date alone ends in "-MM-DD", which the colon tells apart; the clock must be in range.
+    let number =
+        |digits: &[u8]| digits.iter().try_fold(0, |n, d| d.is_ascii_digit().then(|| n * 10 + (d - b'0') as i64));
     match (tail[3], number(&tail[1..3]), number(&tail[4..6])) {
         (b':', Some(hours @ 0..=23), Some(minutes @ 0..=59)) => {
-            (format!("{}Z", &upper[..at]), sign * (hours * 3600 + minutes * 60))
+            Ok((format!("{}Z", &upper[..at]), sign * (hours * 3600 + minutes * 60)))
             // `at` follows ASCII
         }
-        _ => (upper, 0),
+        _ => Err(invalid(text, "an offset is +HH:MM or -HH:MM, from 00:00 to 23:59".into())),
     }
 }
 
@@ -296,9 +298,20 @@ mod tests {
         assert_eq!(instant("2026-01-01T00:00:00-00:00").unwrap(), midnight);
         // The local time is read from 1970 on; the offset may take the instant before it.
         assert_eq!(instant("1970-01-01T00:30:00+01:00").unwrap(), -HOUR / 2);
-        for bad in
-            ["2026-01-01T00:00:00+24:00", "2026-01-01T00:00:00+01:60", "2026-01-01T00:00:00+0100", "+01:00", "é+01:00"]
-        {
+        let bad = [
+            "2026-01-01T00:00:00+24:00",
+            "2026-01-01T00:00:00+01:60",
+            "2026-01-01T00:00:00+0100",
+            // After a fraction humantime skips a `+…` at the end unread: the offset is checked here.
+            "2026-01-01T00:00:00.0+24:00",
+            "2026-01-01T00:00:00.0+xx:yy",
+            "2026-01-01T00:00:00.5+01:60",
+            "2026-01-01T00:00:00.0+0100",
+            "+01:00",
+            "é+01:00",
+            "ééééééééééé+01:00",
+        ];
+        for bad in bad {
             assert_eq!(instant(bad).unwrap_err().code(), "INVALID_DURATION", "{bad}");
         }
     }

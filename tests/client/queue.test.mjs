@@ -36,30 +36,61 @@ test('an entry whose decision throws fails alone, and the queue goes on', async 
   assert.equal(queue.size, 0);
 });
 
-test('past maxWaiting after a pass, the newest first attempts are shed; retries never are', async (t) => {
-  const shed = [];
+/** A queue of at most `maxWaiting` waiting entries in which every entry must wait. */
+function waitingQueue(t, maxWaiting) {
   const queue = new RequestQueue({
     concurrency: 1,
-    maxWaiting: 2,
+    maxWaiting,
     now: () => 0,
     release: () => {},
-    acquire: () => ({ ok: false, wait: 1000, reason: 'policy' }), // everything waits
-  });
-  const entry = (seq, retry = false) => ({
-    seq,
-    retry,
-    priority: seq === 4 ? 1 : 0, // a higher priority does not save the newest
-    scope: 'one scope',
-    notBefore: 0,
-    deadline: Infinity,
-    start: () => assert.fail('nothing may start'),
-    fail: () => assert.fail('no decision throws'),
-    timedOut: () => assert.fail('nothing times out here'),
-    full: () => shed.push(seq),
+    acquire: () => ({ ok: false, wait: 1000, reason: 'policy' }),
   });
   t.after(() => queue.close()); // its wake-up timer would otherwise keep the process alive
-  for (const [seq, retry] of [[1], [2, true], [3], [4], [5, true]]) queue.add(entry(seq, retry));
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  return queue;
+}
+
+/** An entry that may only wait or be shed (`full`). */
+const waitingEntry = (seq, fields) => ({
+  seq,
+  priority: 0,
+  scope: 'one scope',
+  notBefore: 0,
+  deadline: Infinity,
+  start: () => assert.fail('nothing may start'),
+  fail: () => assert.fail('no decision throws'),
+  timedOut: () => assert.fail('nothing times out here'),
+  ...fields,
+});
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+test('past maxWaiting after a pass, the newest first attempts are shed; retries never are', async (t) => {
+  const shed = [];
+  const queue = waitingQueue(t, 2);
+  for (const [seq, retry] of [[1], [2, true], [3], [4], [5, true]]) {
+    // A higher priority (4's) does not save the newest.
+    queue.add(waitingEntry(seq, { retry, priority: seq === 4 ? 1 : 0, full: () => shed.push(seq) }));
+  }
+  await settle();
   assert.deepEqual(shed, [4, 3, 1], 'newest first, whatever their priority');
   assert.equal(queue.size, 2, 'the two retries wait');
+});
+
+test('shedding skips entries that left meanwhile (a dropped hook aborting others) and stops at close', async (t) => {
+  for (const [action, expected] of [['abort 3', [4, 2]], ['close', [4]]]) {
+    const shed = [];
+    const queue = waitingQueue(t, 1);
+    const entries = [1, 2, 3, 4].map((seq) =>
+      waitingEntry(seq, {
+        full() {
+          shed.push(seq);
+          if (action === 'close') queue.close();
+          else queue.remove(entries[2]); // as an abort of 3 would
+        },
+      }),
+    );
+    for (const entry of entries) queue.add(entry);
+    await settle();
+    assert.deepEqual(shed, expected, action);
+  }
 });
