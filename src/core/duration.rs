@@ -125,12 +125,13 @@ impl InstantSpec {
     }
 }
 
-/// RFC 3339 text to nanoseconds since the epoch. humantime reads UTC only (`Z`), so a numeric
-/// offset is taken off here and applied after.
+/// RFC 3339 text (`2026-11-21T17:00:00.5+01:00`) to nanoseconds since the epoch. The grammar is
+/// checked here; humantime, which reads UTC only and is lenient about what follows the seconds
+/// (`…00ZZ`, a fraction then any `+…`), then reads the date and time.
 fn rfc3339_nanos(text: &str) -> Result<i128> {
-    let (utc, offset_seconds) = without_offset(text)?;
-    let time =
-        humantime::parse_rfc3339_weak(&utc).map_err(|e| invalid(text, format!("{e} (RFC 3339, from 1970 on)")))?;
+    let (local, offset_seconds) = split_offset(text)?;
+    let time = humantime::parse_rfc3339(&format!("{}Z", local.to_ascii_uppercase()))
+        .map_err(|e| invalid(text, format!("{e} (RFC 3339, its local date from 1970 on)")))?;
     let nanos = match time.duration_since(UNIX_EPOCH) {
         Ok(after) => after.as_nanos() as i128,
         Err(before) => -(before.duration().as_nanos() as i128),
@@ -138,30 +139,45 @@ fn rfc3339_nanos(text: &str) -> Result<i128> {
     Ok(nanos - offset_seconds as i128 * 1_000_000_000)
 }
 
-/// `text` in upper case (RFC 3339 allows `t` and `z`) with a numeric offset (`+01:00`,
-/// `-05:30`) replaced by `Z`, and that offset in seconds east of UTC (0 without one). Text that
-/// ends in the shape of an offset must hold a valid one: humantime, after a fraction of a
-/// second, would skip any `+…` there unread.
-fn without_offset(text: &str) -> Result<(String, i64)> {
-    let upper = text.to_ascii_uppercase();
-    let bytes = upper.as_bytes();
-    // An offset follows a date and a time (19 characters); a date alone ends in "-MM-DD".
-    let Some(at) = bytes.len().checked_sub(6).filter(|&at| at >= 19) else { return Ok((upper, 0)) };
-    let tail = &bytes[at..];
-    let sign = match tail[0] {
-        b'+' => 1,
-        b'-' => -1,
-        _ => return Ok((upper, 0)),
-    };
-    let number =
-        |digits: &[u8]| digits.iter().try_fold(0, |n, d| d.is_ascii_digit().then(|| n * 10 + (d - b'0') as i64));
-    match (tail[3], number(&tail[1..3]), number(&tail[4..6])) {
-        (b':', Some(hours @ 0..=23), Some(minutes @ 0..=59)) => {
-            Ok((format!("{}Z", &upper[..at]), sign * (hours * 3600 + minutes * 60)))
-            // `at` follows ASCII
+/// `text`'s local date and time, in upper case (RFC 3339 allows `t` and `z`), and its offset
+/// (`Z`, `+01:00`, `-05:30`) in seconds east of UTC.
+fn split_offset(text: &str) -> Result<(&str, i64)> {
+    let malformed = || invalid(text, "expected RFC 3339: YYYY-MM-DDTHH:MM:SS[.fraction] and Z or ±HH:MM".into());
+    let (local, offset) = match text.as_bytes() {
+        [.., b'Z' | b'z'] => (&text[..text.len() - 1], 0),
+        [.., sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let hours = two_digits(*h1, *h2).filter(|h| *h <= 23).ok_or_else(malformed)?;
+            let minutes = two_digits(*m1, *m2).filter(|m| *m <= 59).ok_or_else(malformed)?;
+            let sign = if *sign == b'+' { 1 } else { -1 };
+            (&text[..text.len() - 6], sign * (hours * 3600 + minutes * 60)) // the six are ASCII
         }
-        _ => Err(invalid(text, "an offset is +HH:MM or -HH:MM, from 00:00 to 23:59".into())),
+        _ => return Err(malformed()),
+    };
+    if !is_local_date_time(local.as_bytes()) {
+        return Err(malformed());
     }
+    Ok((local, offset))
+}
+
+fn two_digits(tens: u8, ones: u8) -> Option<i64> {
+    (tens.is_ascii_digit() && ones.is_ascii_digit()).then(|| ((tens - b'0') * 10 + (ones - b'0')) as i64)
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` with an optional `.fraction`: the shape only (humantime checks ranges).
+fn is_local_date_time(b: &[u8]) -> bool {
+    const SHAPE: &[u8; 19] = b"0000-00-00T00:00:00";
+    let fits = |(i, expected): (usize, &u8)| match expected {
+        b'0' => b[i].is_ascii_digit(),
+        b'T' => b[i].eq_ignore_ascii_case(&b'T'),
+        other => b[i] == *other,
+    };
+    b.len() >= SHAPE.len()
+        && SHAPE.iter().enumerate().all(fits)
+        && match &b[SHAPE.len()..] {
+            [] => true,
+            [b'.', digits @ ..] => !digits.is_empty() && digits.iter().all(u8::is_ascii_digit),
+            _ => false,
+        }
 }
 
 fn whole_millis(ms: f64) -> Result<i64> {
@@ -184,6 +200,14 @@ pub(crate) fn describe_number(value: f64) -> String {
     match value {
         v if v.is_nan() => "NaN".into(),
         v if v.is_infinite() => if v > 0.0 { "Infinity" } else { "-Infinity" }.into(),
+        // JavaScript's exponent form, from 10^21 and below 10^-6: 1e+300, 1.5e-7.
+        v if v.abs() >= 1e21 || v.abs() < 1e-6 => {
+            let text = format!("{v:e}");
+            match text.split_once('e') {
+                Some((mantissa, exponent)) if !exponent.starts_with('-') => format!("{mantissa}e+{exponent}"),
+                _ => text,
+            }
+        }
         v => v.to_string(),
     }
 }
@@ -310,6 +334,15 @@ mod tests {
             "+01:00",
             "é+01:00",
             "ééééééééééé+01:00",
+            // Not RFC 3339, though humantime alone would read them.
+            "2026-11-21T17:00:00",
+            "2026-11-21 17:00:00Z",
+            "2026-11-21T17:00:00ZZ",
+            "2026-11-21T17:00:00Z+01:00",
+            "2026-11-21T17:00:00.Z",
+            "2026-11-21T17:00:00+01:00Z",
+            "",
+            "Z",
         ];
         for bad in bad {
             assert_eq!(instant(bad).unwrap_err().code(), "INVALID_DURATION", "{bad}");
@@ -322,5 +355,9 @@ mod tests {
         assert_eq!(describe_number(-1.5), "-1.5");
         assert_eq!(describe_number(f64::NAN), "NaN");
         assert_eq!(describe_number(f64::NEG_INFINITY), "-Infinity");
+        assert_eq!(describe_number(1e300), "1e+300");
+        assert_eq!(describe_number(-2.5e21), "-2.5e+21");
+        assert_eq!(describe_number(1.5e-7), "1.5e-7");
+        assert_eq!(describe_number(0.000001), "0.000001");
     }
 }
