@@ -190,7 +190,8 @@ export function createClient(options) {
     return run({
       request,
       extra: passthrough(init),
-      retryable: config.retry.limit > 0 && config.retry.methods.includes(request.method),
+      // Custom methods keep their case in a Request ('purge'); the configured ones are upper case.
+      retryable: config.retry.limit > 0 && config.retry.methods.includes(request.method.toUpperCase()),
       priority: own.priority,
       seq: seq++,
       demand: { scope, origin, cost: own.cost, bytes: contentBytes(request, init) },

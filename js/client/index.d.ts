@@ -87,7 +87,7 @@ export interface DroppedEvent {
 export interface RetryOptions {
   /** Retries after the first attempt. Default 2. */
   limit?: number;
-  /** Methods retried. Default the idempotent ones: GET, HEAD, OPTIONS, PUT, DELETE, TRACE. */
+  /** Methods retried, in any case. Default the idempotent ones: GET, HEAD, OPTIONS, PUT, DELETE, TRACE. */
   methods?: string[];
   /** Statuses retried. Default [429, 503]. */
   statusCodes?: number[];

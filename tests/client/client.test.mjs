@@ -80,6 +80,14 @@ test('a fetch given in the options is called as a plain function, as a browser\'
   assert.equal((await client('http://a.example/')).status, 200);
 });
 
+test('retry.methods match a custom method whatever its case', async () => {
+  let calls = 0;
+  const fetch = async () => (++calls === 1 ? new Response('', { status: 503, headers: { 'retry-after': '0' } }) : new Response('ok'));
+  const client = createClient({ share: false, probe: false, fetch, retry: { methods: ['purge'] } });
+  assert.equal((await client('http://a.example/x', { method: 'purge' })).status, 200);
+  assert.equal(calls, 2, 'retried once');
+});
+
 test('a request that cannot go before its timeout fails with TIMEOUT as soon as that is known', async (t) => {
   const server = await withServer(t, { capacity: 1, window: 60 });
   const client = createClient({ share: false });
