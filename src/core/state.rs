@@ -65,9 +65,13 @@ impl BandwidthState {
         self.refilled_later(bandwidth, now)
     }
 
-    /// [`refilled`](Self::refilled) at a `now` past the last refill. Out of line: with a
-    /// millisecond clock most decisions fall within the millisecond of the last one.
-    #[inline(never)]
+    /// [`refilled`](Self::refilled) at a `now` past the last refill. Out of line on wasm, where
+    /// the npm package's millisecond clock puts most decisions within the millisecond of the
+    /// last one and the call keeps every export small. Inlined natively, where `cargo bench`
+    /// measured the call: out of line, `try_consume` took 4.9 ns against 3.0 inlined, and
+    /// three bandwidths 16.6 against 11.3.
+    #[cfg_attr(target_arch = "wasm32", inline(never))]
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
     fn refilled_later(self, bandwidth: &Bandwidth, now: i64) -> Self {
         let refill = bandwidth.refill;
         // Both are i64, so the difference fits in u64.
