@@ -103,16 +103,12 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
     // kept: a fresh one later is the same, so the key stays unknown and nothing is written. One
     // below capacity is kept by a refused consume or reservation, else every later request
     // would meet a fresh bucket again and refill would never accrue; an estimate keeps nothing.
-    let bucket = &held.as_ref().expect("created").bucket;
-    if is_estimate(command) || bucket.nanos_to_full_refill(now) == 0 {
+    let below_capacity = held.as_ref().is_some_and(|h| h.bucket.nanos_to_full_refill(now) > 0);
+    let keep = below_capacity && !command.is_estimate();
+    if !keep {
         *held = None;
-        return Ok(Effect { outcome, changed: false });
     }
-    Ok(Effect { outcome, changed: true })
-}
-
-fn is_estimate(command: &Command) -> bool {
-    matches!(command, Command::Consume { mode: Mode::Estimate, .. })
+    Ok(Effect { outcome, changed: keep })
 }
 
 /// Runs `operation` on the bucket under `policy` (created or replaced first if need be) and

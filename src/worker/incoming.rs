@@ -45,6 +45,11 @@ impl Incoming {
         self.raw.headers().get(name).ok().flatten()
     }
 
+    /// The body's length as `Content-Length` declares it, if it does (a chunked body does not).
+    pub fn declared_length(&self) -> Option<u64> {
+        self.header("Content-Length").and_then(|v| v.parse().ok())
+    }
+
     /// The body read chunk by chunk, or `None` once it passes `limit` bytes: a body of
     /// unannounced length (chunked) is refused without being held in memory whole. Past the
     /// limit, up to [`DRAIN_BYTES`] more are read and dropped before the rest is cancelled.
@@ -84,8 +89,7 @@ impl Incoming {
     /// answered; see there.
     pub async fn drain(&self) {
         // A body announced larger would be cut off anyway: not worth reading any of it.
-        let declared = self.header("Content-Length").and_then(|v| v.parse::<usize>().ok());
-        if declared.is_some_and(|n| n > DRAIN_BYTES) {
+        if self.declared_length().is_some_and(|n| n > DRAIN_BYTES as u64) {
             return;
         }
         if self.raw.body().is_some_and(|stream| !stream.locked()) {

@@ -67,6 +67,11 @@ impl Command {
         }
     }
 
+    /// An estimate: a consume that only says whether it would be allowed.
+    pub fn is_estimate(&self) -> bool {
+        matches!(self, Command::Consume { mode: Mode::Estimate, .. })
+    }
+
     /// The policy the command names, if it names one.
     pub fn policy(&self) -> Option<&str> {
         match self {

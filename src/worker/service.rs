@@ -12,7 +12,7 @@ use super::incoming::Incoming;
 use super::keys;
 use super::log::DecisionLine;
 use super::metrics;
-use super::protocol::{Command, Deleted, Mode, Outcome};
+use super::protocol::{Command, Deleted, Outcome};
 use super::respond;
 use super::settings::Settings;
 
@@ -73,7 +73,7 @@ async fn decision(env: &Env, settings: &Settings, key: &str, command: &Command, 
     let policy = command.policy().and_then(|name| settings.policies.get(name));
     let response = match &verdict.result {
         Ok(outcome) => {
-            let shadow_rejected = !outcome.allowed && policy.is_some_and(|p| p.shadow) && !is_estimate(command);
+            let shadow_rejected = !outcome.allowed && policy.is_some_and(|p| p.shadow) && !command.is_estimate();
             line.outcome(outcome, shadow_rejected).emit(
                 verdict.fallback,
                 None,
@@ -84,7 +84,7 @@ async fn decision(env: &Env, settings: &Settings, key: &str, command: &Command, 
                 legacy: policy.is_some_and(|p| p.legacy_headers),
                 fallback: verdict.fallback,
                 shadow_rejected,
-                estimate: is_estimate(command),
+                estimate: command.is_estimate(),
             };
             answer(key, outcome, command, &verdict, context)
         }
@@ -111,7 +111,7 @@ fn answer(
     if context.shadow_rejected {
         body.wait_ms = Some(0); // nothing was reserved and the caller may go: no wait to obey
     }
-    if body.allowed || is_estimate(command) {
+    if body.allowed || command.is_estimate() {
         return respond::json(200, &body, &headers);
     }
     let mut problem = errors::quota_exceeded(&outcome.violated(), headers::retry_after(outcome));
@@ -121,10 +121,6 @@ fn answer(
         problem.extend(decision);
     }
     respond::problem_with(429, problem.to_string(), &headers)
-}
-
-fn is_estimate(command: &Command) -> bool {
-    matches!(command, Command::Consume { mode: Mode::Estimate, .. })
 }
 
 async fn delete(env: &Env, key: &str) -> Result<Response, ApiError> {
@@ -165,8 +161,7 @@ fn metrics_text() -> worker::Result<Response> {
 /// never held in memory whole.
 async fn read_body(req: &Incoming) -> Result<Vec<u8>, ApiError> {
     let too_large = || ApiError::new(413, "BODY_TOO_LARGE", format!("the body is limited to {MAX_BODY_BYTES} bytes"));
-    let declared = req.header("Content-Length").and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+    if req.declared_length().is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return Err(too_large());
     }
     let body = req.bytes_up_to(MAX_BODY_BYTES).await;
