@@ -2,7 +2,7 @@
 // (with serde-wasm-bindgen and humantime), so JS and Rust share one set of rules and one
 // duration parser.
 import { invalidArgument } from './errors.js';
-import { raw, describe } from './runtime.js';
+import { raw, describe, exactNumber } from './runtime.js';
 
 /** How tokens carry over when a configuration is replaced (Bucket4j's names). */
 export const TokensInheritanceStrategy = Object.freeze({
@@ -65,14 +65,12 @@ export class BucketConfiguration {
   }
 }
 
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-
 /**
  * `value` with safe BigInts as numbers. The bindings give every integer as a BigInt when one
  * of them is beyond 2^53 - 1 (serde-wasm-bindgen chooses per serialization, not per value).
  */
 function exactNumbers(value) {
-  if (typeof value === 'bigint') return value >= -MAX_SAFE && value <= MAX_SAFE ? Number(value) : value;
+  if (typeof value === 'bigint') return exactNumber(value);
   if (Array.isArray(value)) return value.map(exactNumbers);
   if (value !== null && typeof value === 'object') {
     for (const name of Object.keys(value)) value[name] = exactNumbers(value[name]);

@@ -1,4 +1,5 @@
 // Bucket4j's BucketListener: what a bucket reports as it is used.
+import { exactNumber } from './runtime.js';
 
 /**
  * A listener with counters (Bucket4j's SimpleBucketListener).
@@ -42,11 +43,8 @@ function sum(total, n) {
     const exact = total + n;
     if (Number.isSafeInteger(exact)) return exact;
   }
-  const exact = BigInt(total) + BigInt(n);
-  return exact >= -MAX_SAFE && exact <= MAX_SAFE ? Number(exact) : exact;
+  return exactNumber(BigInt(total) + BigInt(n));
 }
-
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** Tells `listener` (which may implement any of the hooks) about a consumption attempt. */
 export function tellConsumption(listener, consumed, tokens) {

@@ -38,6 +38,13 @@ function views() {
   keyBytes = new Uint8Array(buffer, address + 20 * SLOTS, KEY_BYTES);
 }
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** `big` as a number when it is a safe integer, else as it is: numbers while exact, BigInts beyond. */
+export function exactNumber(big) {
+  return big >= -MAX_SAFE && big <= MAX_SAFE ? Number(big) : big;
+}
+
 /** Result `slot` of the last operation: a number, `Infinity` for an infinite wait, or a BigInt past 2^53. */
 export function result(slot) {
   if (numbers.length === 0) views();

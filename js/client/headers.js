@@ -112,14 +112,15 @@ function getter(headers) {
   return (name) => text(byName.get(name));
 }
 
+/** A field's text; `null` when absent, and when longer than maxFieldLength: ignored unread. */
 function text(value) {
   if (value == null) return null;
-  if (Array.isArray(value)) return value.join(', ');
-  return typeof value === 'string' ? value : String(value);
+  const joined = Array.isArray(value) ? value.join(', ') : String(value);
+  return joined.length > BOUNDS.maxFieldLength ? null : joined;
 }
 
 function sfList(value) {
-  if (value == null || value.length > BOUNDS.maxFieldLength) return undefined;
+  if (value == null) return undefined;
   try {
     return parseList(value).slice(0, BOUNDS.maxItems);
   } catch {
@@ -128,7 +129,7 @@ function sfList(value) {
 }
 
 function sfDictionary(value) {
-  if (value == null || value.length > BOUNDS.maxFieldLength) return undefined;
+  if (value == null) return undefined;
   try {
     return parseDictionary(value);
   } catch {
@@ -362,10 +363,10 @@ xRateLimit.label = 'x-ratelimit';
 
 /**
  * A non-negative decimal number as these legacy fields write them (`5000`, `1470173023.123`).
- * Any length within maxFieldLength: a huge value is clamped by its caller, not dropped.
+ * Any length (within maxFieldLength, see `text`): a huge value is clamped by its caller.
  */
 function decimalNumber(value) {
-  if (value == null || value.length > BOUNDS.maxFieldLength) return undefined;
+  if (value == null) return undefined;
   const trimmed = value.trim();
   return /^\d+(\.\d+)?$/.test(trimmed) ? Number(trimmed) : undefined;
 }
@@ -399,7 +400,7 @@ function readReset(value, serverNow) {
  * server's clock (`serverNow`). Decimal seconds are accepted, though the RFC has only integers.
  */
 function readRetryAfter(value, serverNow) {
-  if (value == null || value.length > BOUNDS.maxFieldLength) return undefined;
+  if (value == null) return undefined;
   const trimmed = value.trim();
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.min(Math.ceil(Number(trimmed) * SECOND), BOUNDS.maxWait);
   const at = parseHttpDate(trimmed, serverNow);
