@@ -95,6 +95,10 @@ fn fall_back(settings: &Settings, key: &str, command: &Command, failure: String)
     let now = now_nanos();
     let result = match policy.failure {
         FailureMode::Open => Ok(decide::describe(policy, now)),
+        // Shadow mode never rejects, a failure included: the rejection is logged and let through.
+        FailureMode::Closed if policy.shadow && !command.is_estimate() => {
+            Ok(Outcome { allowed: false, ..decide::describe(policy, now) })
+        }
         FailureMode::Closed => Err(unavailable),
         FailureMode::Degrade => {
             LOCAL.with(|local| local.borrow_mut().apply(key, command, &settings.policies, now)).map(|e| e.outcome)

@@ -30,10 +30,11 @@ pub struct Context {
     pub estimate: bool,
 }
 
-/// The headers for `outcome`. Failing open there is no bucket state: only `RateLimit-Policy`.
+/// The headers for `outcome`. Failing open or closed (in shadow mode) there is no bucket state:
+/// only `RateLimit-Policy`.
 pub fn for_outcome(outcome: &Outcome, context: Context) -> Vec<(&'static str, String)> {
     let mut headers = vec![("RateLimit-Policy", policy_field(&outcome.bandwidths))];
-    if context.fallback != Some(FailureMode::Open) {
+    if matches!(context.fallback, None | Some(FailureMode::Degrade)) {
         headers.push(("RateLimit", limit_field(&outcome.bandwidths)));
         if context.legacy {
             headers.extend(legacy_fields(&outcome.bandwidths));

@@ -8,6 +8,7 @@ const POLICIES = {
   open: { failure: 'open', bandwidths: [greedy('b', 2, 2, '1h')] },
   closed: { failure: 'closed', bandwidths: [greedy('b', 2, 2, '1h')] },
   local: { failure: 'degrade', bandwidths: [greedy('b', 2, 2, '1h')] },
+  trial: { failure: 'closed', shadow: true, bandwidths: [greedy('b', 2, 2, '1h')] },
 };
 
 let w;
@@ -38,6 +39,21 @@ test('fail-closed rejects with 503, marked as a fallback', async () => {
   assert.equal(r.headers.get('edgebucket-fallback'), 'closed', 'every fallback says so');
   assert.equal((await r.json()).code, 'RATE_LIMITER_UNAVAILABLE');
   assert.equal((await w.logged((l) => l.policy === 'closed')).at(-1).fallback, 'closed');
+});
+
+test('shadow mode lets a fail-closed refusal through and reports it', async () => {
+  const r = await consume('a', 'trial');
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get('edgebucket-fallback'), 'closed');
+  assert.equal(r.headers.get('edgebucket-shadow'), 'rejected');
+  assert.equal(r.headers.get('ratelimit'), null, 'no bucket state is claimed');
+  assert.equal(r.headers.get('retry-after'), null);
+  const body = await r.json();
+  assert.deepEqual([body.allowed, body.shadowRejected, body.fallback, body.waitMs], [true, true, 'closed', 0]);
+  const line = (await w.logged((l) => l.policy === 'trial')).at(-1);
+  assert.deepEqual([line.fallback, line.shadowRejected], ['closed', true]);
+  const estimate = await w.call('/v1/buckets/a/consume', post({ policy: 'trial', mode: 'estimate' }));
+  assert.equal(estimate.status, 503, 'an estimate rejects nothing, so shadow mode changes nothing');
 });
 
 test('degrade decides exactly with an in-isolate bucket, visibly', async () => {
