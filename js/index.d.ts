@@ -37,7 +37,7 @@ export type TimeMeter = () => number | bigint;
  * `INVALID_DURATION`, `NON_POSITIVE_TOKENS`, `KEY_TOO_LONG`, …) or `INVALID_ARGUMENT` for an
  * operation's or option's argument of the wrong type or form. Anything wrong inside a
  * configuration, whatever its type, is `INVALID_CONFIGURATION` or a specific code; a duration
- * or instant that cannot be read is `INVALID_DURATION`. An operation that throws has changed
+ * that cannot be read is `INVALID_DURATION`, an instant `INVALID_INSTANT`. An operation that throws has changed
  * nothing, except when a listener throws: listeners run after the operation took effect.
  *
  * @example

@@ -88,11 +88,13 @@ fn instants_as_epoch_milliseconds_or_rfc3339() {
     assert_eq!(first(json!(1_795_280_400_000i64)).unwrap(), 1_795_280_400 * SEC);
     assert_eq!(first(json!("2026-11-21T17:00:00.25Z")).unwrap(), 1_795_280_400 * SEC + 250 * MS);
     assert_eq!(first(json!(-1000)).unwrap_err().code(), "FIRST_REFILL_BEFORE_EPOCH");
-    assert_eq!(first(json!("yesterday")).unwrap_err().code(), "INVALID_DURATION");
+    assert_eq!(first(json!("yesterday")).unwrap_err().code(), "INVALID_INSTANT");
     // Text before 1970 is outside humantime's RFC 3339 range: unreadable, and the message says so.
     let before = first(json!("1969-12-31T23:59:59Z")).unwrap_err();
-    assert_eq!(before.code(), "INVALID_DURATION");
+    assert_eq!(before.code(), "INVALID_INSTANT");
     assert!(before.to_string().contains("from 1970 on"), "{before}");
+    assert!(before.to_string().starts_with("invalid instant"), "{before}");
+    assert_eq!(first(json!(1.5)).unwrap_err().code(), "INVALID_INSTANT");
 }
 
 #[test]

@@ -65,7 +65,9 @@ impl DurationSpec {
             DurationSpec::Millis(ms) if *ms < 0.0 => {
                 Err(invalid(&describe_number(*ms), "a duration cannot be negative".into()))
             }
-            DurationSpec::Millis(ms) => whole_millis(*ms).map(|ms| ms as i128 * 1_000_000),
+            DurationSpec::Millis(ms) => whole_millis(*ms)
+                .map(|ms| ms as i128 * 1_000_000)
+                .map_err(|reason| invalid(&describe_number(*ms), reason.into())),
             DurationSpec::Text(text) => {
                 humantime::parse_duration(text).map(|d| d.as_nanos() as i128).map_err(|e| invalid(text, e.to_string()))
             }
@@ -94,14 +96,17 @@ impl InstantSpec {
     /// Nanoseconds since the Unix epoch.
     ///
     /// # Errors
-    /// [`Error::InvalidDuration`] for unreadable text, fractional milliseconds or an instant
+    /// [`Error::InvalidInstant`] for unreadable text, fractional milliseconds or an instant
     /// outside the 64-bit nanosecond range (years 1677 to 2262). Text is RFC 3339 with `Z` or a
     /// numeric offset, its local date and time from 1970 on (humantime's range): an earlier
     /// year is unreadable text, where milliseconds before the epoch are a number the caller
     /// judges.
     pub fn to_nanos(&self) -> Result<i64> {
         let nanos = match self {
-            InstantSpec::Millis(ms) => whole_millis(*ms)? as i128 * 1_000_000,
+            InstantSpec::Millis(ms) => {
+                whole_millis(*ms).map_err(|reason| invalid_instant(&describe_number(*ms), reason.into()))? as i128
+                    * 1_000_000
+            }
             InstantSpec::Text(text) => rfc3339_nanos(text)?,
         };
         i64::try_from(nanos).map_err(|_| {
@@ -109,7 +114,7 @@ impl InstantSpec {
                 InstantSpec::Millis(ms) => describe_number(*ms),
                 InstantSpec::Text(text) => text.clone(),
             };
-            invalid(&shown, "outside years 1677 to 2262".into())
+            invalid_instant(&shown, "outside years 1677 to 2262".into())
         })
     }
 
@@ -131,7 +136,7 @@ impl InstantSpec {
 fn rfc3339_nanos(text: &str) -> Result<i128> {
     let (local, offset_seconds) = split_offset(text)?;
     let time = humantime::parse_rfc3339(&format!("{}Z", local.to_ascii_uppercase()))
-        .map_err(|e| invalid(text, format!("{e} (RFC 3339, its local date from 1970 on)")))?;
+        .map_err(|e| invalid_instant(text, format!("{e} (RFC 3339, its local date from 1970 on)")))?;
     let nanos = match time.duration_since(UNIX_EPOCH) {
         Ok(after) => after.as_nanos() as i128,
         Err(before) => -(before.duration().as_nanos() as i128),
@@ -142,7 +147,8 @@ fn rfc3339_nanos(text: &str) -> Result<i128> {
 /// `text`'s local date and time, in upper case (RFC 3339 allows `t` and `z`), and its offset
 /// (`Z`, `+01:00`, `-05:30`) in seconds east of UTC.
 fn split_offset(text: &str) -> Result<(&str, i64)> {
-    let malformed = || invalid(text, "expected RFC 3339: YYYY-MM-DDTHH:MM:SS[.fraction] and Z or ±HH:MM".into());
+    let malformed =
+        || invalid_instant(text, "expected RFC 3339: YYYY-MM-DDTHH:MM:SS[.fraction] and Z or ±HH:MM".into());
     let (local, offset) = match text.as_bytes() {
         [.., b'Z' | b'z'] => (&text[..text.len() - 1], 0),
         [.., sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
@@ -180,13 +186,13 @@ fn is_local_date_time(b: &[u8]) -> bool {
         }
 }
 
-fn whole_millis(ms: f64) -> Result<i64> {
+/// Whole milliseconds within 2^53 - 1, else why not.
+fn whole_millis(ms: f64) -> std::result::Result<i64, &'static str> {
     if !ms.is_finite() || ms.fract() != 0.0 {
-        let reason = "milliseconds must be a whole number; write \"1.5ms\" for fractions";
-        return Err(invalid(&describe_number(ms), reason.into()));
+        return Err("milliseconds must be a whole number; write \"1.5ms\" for fractions");
     }
     if ms.abs() > MAX_EXACT_MILLIS {
-        return Err(invalid(&describe_number(ms), "milliseconds beyond 2^53 - 1 are not exact".into()));
+        return Err("milliseconds beyond 2^53 - 1 are not exact");
     }
     Ok(ms as i64)
 }
@@ -214,6 +220,10 @@ pub(crate) fn describe_number(value: f64) -> String {
 
 fn invalid(input: &str, reason: String) -> Error {
     Error::InvalidDuration { input: input.to_owned(), reason }
+}
+
+fn invalid_instant(input: &str, reason: String) -> Error {
+    Error::InvalidInstant { input: input.to_owned(), reason }
 }
 
 // --- serde: numbers, strings and objects in; strings out ---
@@ -345,7 +355,7 @@ mod tests {
             "Z",
         ];
         for bad in bad {
-            assert_eq!(instant(bad).unwrap_err().code(), "INVALID_DURATION", "{bad}");
+            assert_eq!(instant(bad).unwrap_err().code(), "INVALID_INSTANT", "{bad}");
         }
     }
 

@@ -91,9 +91,17 @@ pub enum Error {
         /// What was wrong.
         reason: String,
     },
-    /// A duration or timestamp in the JSON schema could not be read.
+    /// A duration in the JSON schema could not be read.
     #[error("invalid duration \"{input}\": {reason}")]
     InvalidDuration {
+        /// The text or value that was given.
+        input: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// An instant (`firstRefillTime`) in the JSON schema could not be read.
+    #[error("invalid instant \"{input}\": {reason}")]
+    InvalidInstant {
         /// The text or value that was given.
         input: String,
         /// Why it was rejected.
@@ -185,6 +193,7 @@ impl Error {
             Error::EmptyConfiguration => "EMPTY_CONFIGURATION",
             Error::InvalidConfiguration { .. } => "INVALID_CONFIGURATION",
             Error::InvalidDuration { .. } => "INVALID_DURATION",
+            Error::InvalidInstant { .. } => "INVALID_INSTANT",
             Error::NonPositiveTokens { .. } => "NON_POSITIVE_TOKENS",
             Error::NonPositiveMaxWait { .. } => "NON_POSITIVE_MAX_WAIT",
             Error::NonPositiveLimit { .. } => "NON_POSITIVE_LIMIT",

@@ -84,7 +84,8 @@ test('an RFC 3339 first refill may carry a numeric offset', () => {
   for (const at of ['2026-01-01T01:00:00+01:00', '2025-12-31T19:00:00-05:00', '2026-01-01t00:00:00z', Date.UTC(2026, 0, 1)]) {
     assert.ok(aligned(at).equals(utc), String(at));
   }
-  assert.throws(() => aligned('2026-01-01T00:00:00+25:00'), code('INVALID_DURATION'));
+  assert.throws(() => aligned('2026-01-01T00:00:00+25:00'), code('INVALID_INSTANT'));
+  assert.throws(() => aligned(new Date(NaN)), code('INVALID_INSTANT'));
 });
 
 test('toJSON gives numbers while exact even beside a BigInt, and round-trips', () => {
