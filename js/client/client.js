@@ -71,12 +71,16 @@ export function createClient(options) {
         reject(drop(job, abortReason(signal), signal.reason));
         return;
       }
-      // Beyond maxQueue plus the free slots this one would wait for certain: refused now. Short
-      // of that, the queue's pass tells (a free slot may take it, or pacing hold it) and sheds
-      // the newest beyond maxQueue (`full` below).
+      // Beyond maxQueue plus the free slots this one would wait for certain: refused now, unless
+      // it outranks a waiting request, which is shed instead. Short of that, the queue's pass
+      // tells (a free slot may take it, or pacing hold it) and sheds what would go last beyond
+      // maxQueue (`full` below).
       if (job.attempt === 0 && queue.size >= config.maxQueue + Math.max(0, config.concurrency - queue.running)) {
-        reject(drop(job, 'queue-full', queueFull()));
-        return;
+        const last = queue.lastFirstAttempt();
+        if (!(last && job.priority > last.priority)) {
+          reject(drop(job, 'queue-full', queueFull()));
+          return;
+        }
       }
       let reason = null;
       const onAbort = () => {

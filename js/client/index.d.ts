@@ -104,7 +104,9 @@ export interface ClientOptions {
   concurrency?: number;
   /**
    * Most requests waiting (a positive integer or Infinity), not counting those a free concurrency
-   * slot is about to take; past it a request fails with `QUEUE_FULL`. Default 1000.
+   * slot is about to take. Past it the waiting first attempt that would go last (lowest priority,
+   * then newest) fails with `QUEUE_FULL`: a new request is refused unless it outranks one waiting.
+   * Default 1000.
    */
   maxQueue?: number;
   /**

@@ -154,18 +154,23 @@ export class RequestQueue {
     this.#shed();
   }
 
+  /** The waiting first attempt that would go last (lowest priority, newest): the first to shed. */
+  lastFirstAttempt() {
+    for (let i = this.#entries.length - 1; i >= 0; i--) if (!this.#entries[i].retry) return this.#entries[i];
+    return undefined;
+  }
+
   /**
-   * After a pass every entry left is waiting. Past maxWaiting, the newest first attempts fail
-   * (`full`): waiting is only known once the pass has asked, as requests made in one tick sit
-   * here until a pass starts those that can go.
+   * After a pass every entry left is waiting. Past maxWaiting, the first attempts that would go
+   * last fail (`full`): the lowest priority, the newest among equals. Waiting is only known once
+   * the pass has asked, as requests made in one tick sit here until a pass starts those that can go.
    */
   #shed() {
-    const excess = this.#entries.length - this.#maxWaiting;
-    if (!(excess > 0) || this.#closed) return;
-    const newest = this.#entries.filter((e) => !e.retry).sort((a, b) => b.seq - a.seq);
-    for (const entry of newest.slice(0, excess)) {
+    if (!(this.#entries.length > this.#maxWaiting) || this.#closed) return;
+    const last = this.#entries.filter((e) => !e.retry).reverse();
+    for (const entry of last) {
       // `full` runs the client's dropped hook, which may close the client or abort other entries.
-      if (this.#closed) break;
+      if (this.#closed || this.#entries.length <= this.#maxWaiting) break;
       if (this.remove(entry)) entry.full?.();
     }
   }

@@ -64,6 +64,23 @@ test('a request past maxQueue fails with QUEUE_FULL at once, and the dropped hoo
   await assert.rejects(client(`${server.url}/api/e`), { code: 'CLOSED' });
 });
 
+test('past maxQueue the request that would go last is shed: the lowest priority, the newest among equals', { timeout: 10_000 }, async (t) => {
+  const server = await withServer(t, { capacity: 1, window: 60 });
+  const dropped = [];
+  const client = createClient({ share: false, maxQueue: 2, hooks: { dropped: (e) => dropped.push(new URL(e.request.url).pathname) } });
+  t.after(() => client.close());
+  assert.equal((await client(`${server.url}/api/a`)).status, 200);
+  const at = (path, priority) => client(`${server.url}${path}`, { edgebucket: { priority } }).catch((e) => e.code);
+  const low = [at('/api/low1', 0), at('/api/low2', 0)];
+  const high = at('/api/high', 5);
+  assert.equal(await low[1], 'QUEUE_FULL', 'the newest of the lowest priority made room');
+  assert.equal(await at('/api/low3', 0), 'QUEUE_FULL', 'an equal priority does not displace an older request');
+  assert.deepEqual(dropped, ['/api/low2', '/api/low3']);
+  assert.equal(client.stats().queued, 2);
+  client.close();
+  assert.deepEqual([await low[0], await high], ['CLOSED', 'CLOSED']);
+});
+
 test('maxQueue counts the requests that wait, not those a free slot is about to take', async () => {
   const slow = () => new Promise((resolve) => setTimeout(() => resolve(new Response('ok')), 50));
   const client = createClient({ share: false, probe: false, concurrency: 8, maxQueue: 1, fetch: slow });

@@ -64,15 +64,14 @@ const waitingEntry = (seq, fields) => ({
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 
-test('past maxWaiting after a pass, the newest first attempts are shed; retries never are', async (t) => {
+test('past maxWaiting after a pass, the first attempts that would go last are shed; retries never are', async (t) => {
   const shed = [];
   const queue = waitingQueue(t, 2);
   for (const [seq, retry] of [[1], [2, true], [3], [4], [5, true]]) {
-    // A higher priority (4's) does not save the newest.
     queue.add(waitingEntry(seq, { retry, priority: seq === 4 ? 1 : 0, full: () => shed.push(seq) }));
   }
   await settle();
-  assert.deepEqual(shed, [4, 3, 1], 'newest first, whatever their priority');
+  assert.deepEqual(shed, [3, 1, 4], 'the lowest priority first, the newest first among equals');
   assert.equal(queue.size, 2, 'the two retries wait');
 });
 
