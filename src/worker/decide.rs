@@ -71,6 +71,7 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
             under_policy(held, lookup(policies, policy)?, now, |bucket| {
                 match bucket.reserve(*tokens, *max_wait_nanos, now)? {
                     Some(wait) => Ok((true, wait, true)),
+                    None if !ever_reservable(bucket, *tokens, *max_wait_nanos) => Ok((false, INFINITY_DURATION, false)),
                     None => Ok((false, overall_wait(bucket, *tokens, now)?, false)),
                 }
             })?
@@ -237,6 +238,24 @@ fn within_capacity(configuration: &crate::BucketConfiguration, tokens: i64) -> R
     Ok(())
 }
 
+/// Whether a reservation of `tokens` can be granted within `max_wait` at some moment: from a
+/// full bucket at the most favourable time, every bandwidth must refill what exceeds its capacity
+/// within `max_wait` (greedy: `max_wait × tokens / period`; intervally: one refill at once, then
+/// one per period). Otherwise waiting is no use, and a refusal must not suggest a retry time.
+fn ever_reservable(bucket: &TokenBucket, tokens: i64, max_wait: i64) -> bool {
+    bucket.configuration().bandwidths().iter().all(|bandwidth| {
+        let beyond = i128::from(tokens) - i128::from(bandwidth.capacity());
+        let refill = bandwidth.refill();
+        let (max_wait, period) = (i128::from(max_wait), i128::from(refill.period_nanos()));
+        let refilled = if refill.is_intervally() {
+            (1 + (max_wait - 1) / period) * i128::from(refill.tokens())
+        } else {
+            max_wait * i128::from(refill.tokens()) / period // < 2^126
+        };
+        beyond <= 0 || refilled >= beyond
+    })
+}
+
 fn overall_wait(bucket: &TokenBucket, tokens: i64, now: i64) -> Result<i64, ApiError> {
     Ok(bucket.nanos_until_per_bandwidth(tokens, now)?.into_iter().max().unwrap_or(0))
 }
@@ -258,7 +277,8 @@ fn outcome(held: &Held, cost: i64, allowed: bool, wait_nanos: i64, now: i64) -> 
             capacity: d.capacity,
             window_seconds: window_seconds(bandwidth),
             available: d.available_tokens,
-            wait_nanos,
+            // A bandwidth never holds more than its capacity (a reservation beyond it is debt).
+            wait_nanos: if cost > d.capacity { INFINITY_DURATION } else { wait_nanos },
             full_nanos: d.nanos_to_full_refill,
         })
         .collect();
@@ -404,6 +424,43 @@ mod tests {
         let reserved = apply(&mut held, &reserve(200 * MS), &p, T0).unwrap();
         assert!(reserved.changed && reserved.outcome.allowed);
         assert_eq!(reserved.outcome.wait_nanos, 200 * MS);
+    }
+
+    #[test]
+    fn a_reservation_beyond_capacity_is_never_refused_with_a_retry_time_that_cannot_help() {
+        let p = policies(1, 5); // burst: 5, 10 per second
+        let reserve = |tokens, max| Command::Reserve { policy: "api".into(), tokens, max_wait_nanos: max };
+        let mut held = None;
+        // 8 is 3 beyond the burst capacity, which a full bucket refills in 300 ms.
+        let never = apply(&mut held, &reserve(8, 299 * MS), &p, T0).unwrap();
+        assert_eq!((never.outcome.allowed, never.outcome.wait_nanos), (false, INFINITY_DURATION));
+        assert_eq!(never.outcome.bandwidths[0].wait_nanos, INFINITY_DURATION, "burst never holds 8");
+        assert!(never.outcome.bandwidths[1].wait_nanos < INFINITY_DURATION);
+        apply(&mut held, &consume(5, Mode::Try), &p, T0).unwrap();
+        let later = apply(&mut held, &reserve(8, 300 * MS), &p, T0).unwrap();
+        assert_eq!((later.outcome.allowed, later.outcome.wait_nanos), (false, 800 * MS), "refused now, not forever");
+        let then = apply(&mut held, &reserve(8, 300 * MS), &p, T0 + 800 * MS).unwrap();
+        assert_eq!((then.outcome.allowed, then.outcome.wait_nanos), (true, 300 * MS), "granted at the retry time");
+    }
+
+    #[test]
+    fn ever_reservable_agrees_with_the_core_at_the_most_favourable_moment() {
+        const SEC: i64 = 1_000 * MS;
+        for kind in ["greedy", "intervally"] {
+            let json = format!(
+                r#"{{"p": {{"bandwidths": [{{"capacity": 10, "refill": {{"kind": "{kind}", "tokens": 10, "period": "1s"}}}}]}}}}"#
+            );
+            let policy = Policies::parse(&json).unwrap().get("p").unwrap().clone();
+            let full = Held::new(&policy, T0).bucket;
+            // Intervally, the best moment is 1 ns before a refill; greedy refill has none.
+            let best = T0 + SEC - 1;
+            for tokens in 1..=45 {
+                for max_wait in [1, 300 * MS, SEC - 1, SEC, SEC + 1, 2 * SEC, 2 * SEC + 1, 3 * SEC + 1] {
+                    let granted = full.clone().reserve(tokens, max_wait, best).unwrap().is_some();
+                    assert_eq!(ever_reservable(&full, tokens, max_wait), granted, "{kind} {tokens} {max_wait}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Gateway mode: requests outside `/v1` are matched against `ROUTES`; an admitted request is
-//! forwarded to `ORIGIN` (method, headers, body and query unchanged, redirects not followed)
+//! forwarded to `ORIGIN` (method, headers, body and query unchanged but for the keyed header's
+//! lines joined into one, redirects not followed)
 //! and the origin's answer gets the rate-limit headers; a rejected one gets 429
 //! `application/problem+json` (`quota-exceeded`, `violated-policies`) with `Retry-After`.
 
@@ -23,7 +24,7 @@ use super::settings::Settings;
 /// Only if the runtime fails to build a response.
 pub async fn handle(req: &Incoming, env: &Env, settings: &Settings, started: f64) -> worker::Result<Response> {
     let own = match admit(req, env, settings, started).await {
-        Admission::Forward(headers) => match forward(req, settings, &headers).await {
+        Admission::Forward(headers, keyed) => match forward(req, settings, &headers, keyed).await {
             Ok(response) => return Ok(response),
             Err(error) => respond::counted_problem(&error),
         },
@@ -36,16 +37,17 @@ pub async fn handle(req: &Incoming, env: &Env, settings: &Settings, started: f64
 }
 
 /// What the gateway does with a request.
-enum Admission {
-    /// Send it to the origin and add these headers to the answer.
-    Forward(Vec<(&'static str, String)>),
+enum Admission<'s> {
+    /// Send it to the origin and add these headers to the answer; the header the bucket was keyed
+    /// on, if any.
+    Forward(Vec<(&'static str, String)>, Option<&'s str>),
     /// Answer it without the origin.
     Refuse(worker::Result<Response>),
 }
 
 /// Decides a request by its route; one no route limits (a CORS preflight among them, unless a
 /// route lists `OPTIONS`) is forwarded as it is.
-async fn admit(req: &Incoming, env: &Env, settings: &Settings, started: f64) -> Admission {
+async fn admit<'s>(req: &Incoming, env: &Env, settings: &'s Settings, started: f64) -> Admission<'s> {
     let method = req.method();
     let parts = match routes::segments(req.path()) {
         Ok(parts) => parts,
@@ -56,7 +58,7 @@ async fn admit(req: &Incoming, env: &Env, settings: &Settings, started: f64) -> 
         if settings.routes.is_empty() {
             return Admission::Refuse(respond::problem(&ApiError::not_found(req.path())));
         }
-        return Admission::Forward(Vec::new());
+        return Admission::Forward(Vec::new(), None);
     };
     let key = match routes::bucket_key(route, &captures, |name| req.header(name)) {
         Ok(key) => key,
@@ -89,7 +91,7 @@ async fn admit(req: &Incoming, env: &Env, settings: &Settings, started: f64) -> 
     };
     let headers = headers::for_outcome(outcome, context);
     if outcome.allowed || shadow_rejected {
-        return Admission::Forward(headers);
+        return Admission::Forward(headers, route.key.header());
     }
     let problem = errors::quota_exceeded(&outcome.violated(), headers::retry_after(outcome));
     Admission::Refuse(respond::problem_with(429, problem.to_string(), &headers))
@@ -98,12 +100,18 @@ async fn admit(req: &Incoming, env: &Env, settings: &Settings, started: f64) -> 
 /// Sends `req` to the origin and returns its answer with `extra` headers added.
 ///
 /// # Errors
-/// 502 `ORIGIN_UNREACHABLE` when the origin does not answer; 500 when the runtime fails.
-async fn forward(req: &Incoming, settings: &Settings, extra: &[(&str, String)]) -> Result<Response, ApiError> {
+/// 502 `ORIGIN_UNREACHABLE` when the origin does not answer, `ORIGIN_INVALID_STATUS` when its
+/// status is one a response cannot carry; 500 when the runtime fails.
+async fn forward(
+    req: &Incoming,
+    settings: &Settings,
+    extra: &[(&str, String)],
+    keyed: Option<&str>,
+) -> Result<Response, ApiError> {
     let origin = settings.origin.as_deref().unwrap_or_default();
     let target = format!("{origin}{}{}", req.path(), req.query().map(|q| format!("?{q}")).unwrap_or_default());
     let internal = |error: worker::Error| ApiError::internal(error.to_string());
-    let upstream = upstream_request(req.raw(), &target).map_err(internal)?;
+    let upstream = upstream_request(req.raw(), &target, keyed).map_err(internal)?;
     let response = Fetch::Request(upstream.into())
         .send()
         .await
@@ -114,24 +122,47 @@ async fn forward(req: &Incoming, settings: &Settings, extra: &[(&str, String)]) 
         // carries the socket, so it goes back as the origin sent it, without rate-limit headers.
         return Ok(response);
     }
+    if !(200..=599).contains(&status) {
+        // The Response constructor refuses these (workers-rs would panic on it).
+        let detail = format!("the origin answered status {status}, which HTTP responses cannot carry");
+        return Err(ApiError::new(502, "ORIGIN_INVALID_STATUS", detail));
+    }
     let headers = respond::mutable_copy(response.headers()).map_err(internal)?;
     for (name, value) in extra {
-        let added = if *name == "Access-Control-Expose-Headers" {
-            headers.append(name, value) // keep what the origin exposes
-        } else {
-            headers.set(name, value)
+        let value = match *name {
+            "Access-Control-Expose-Headers" => merged_list(headers.get(name).ok().flatten(), value),
+            _ => value.clone(),
         };
-        added.map_err(internal)?;
+        headers.set(name, &value).map_err(internal)?;
     }
     let (_, body) = response.into_parts();
     Ok(Response::builder().with_status(status).with_headers(headers).body(body))
 }
 
+/// The origin's comma-separated list with ours added, each name once (compared without case).
+fn merged_list(origin: Option<String>, ours: &str) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for name in origin.as_deref().unwrap_or_default().split(',').chain(ours.split(',')).map(str::trim) {
+        if !name.is_empty() && !names.iter().any(|known| known.eq_ignore_ascii_case(name)) {
+            names.push(name);
+        }
+    }
+    names.join(", ")
+}
+
 /// The same request aimed at `target`: method, headers (less `Host`) and body stream. A GET or
-/// HEAD body (which HTTP gives no meaning and fetch refuses to send) is dropped.
-fn upstream_request(inner: &web_sys::Request, target: &str) -> worker::Result<web_sys::Request> {
+/// HEAD body (which HTTP gives no meaning and fetch refuses to send) is dropped. The `keyed`
+/// header goes as the one value the bucket was keyed on: sent twice, it would otherwise reach
+/// the origin as two lines, of which many origins read the first, while each new second line
+/// named a new bucket.
+fn upstream_request(inner: &web_sys::Request, target: &str, keyed: Option<&str>) -> worker::Result<web_sys::Request> {
     let headers = web_sys::Headers::new_with_headers(&inner.headers())?;
     headers.delete("Host")?;
+    if let Some(name) = keyed {
+        if let Some(value) = headers.get(name)? {
+            headers.set(name, &value)?;
+        }
+    }
     let init = web_sys::RequestInit::new();
     let method = inner.method();
     init.set_method(&method);
@@ -141,4 +172,19 @@ fn upstream_request(inner: &web_sys::Request, target: &str) -> worker::Result<we
     }
     init.set_redirect(web_sys::RequestRedirect::Manual);
     Ok(web_sys::Request::new_with_str_and_init(target, &init)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merged_list;
+
+    #[test]
+    fn exposed_headers_are_listed_once() {
+        assert_eq!(merged_list(None, "RateLimit, Retry-After"), "RateLimit, Retry-After");
+        assert_eq!(
+            merged_list(Some("ratelimit,X-Trace".into()), "RateLimit, Retry-After"),
+            "ratelimit, X-Trace, Retry-After"
+        );
+        assert_eq!(merged_list(Some(" , ".into()), "RateLimit"), "RateLimit");
+    }
 }

@@ -60,6 +60,17 @@ pub enum KeySource {
     },
 }
 
+impl KeySource {
+    /// The request header the key is read from, if any.
+    pub fn header(&self) -> Option<&str> {
+        match self {
+            KeySource::Header { name } => Some(name),
+            KeySource::ApiKey { header } => Some(header),
+            _ => None,
+        }
+    }
+}
+
 fn default_ipv6_prefix() -> u8 {
     64
 }
@@ -221,7 +232,10 @@ where
         let method_ok = match (method, &route.methods) {
             (Method::Plain(_), None) => true,
             (Method::Preflight, None) => false,
-            (Method::Plain(method), Some(listed)) => listed.iter().any(|m| m.eq_ignore_ascii_case(method)),
+            // HEAD is GET without the body (RFC 9110 9.3.2); most origins run the GET handler for it.
+            (Method::Plain(method), Some(listed)) => listed.iter().any(|m| {
+                m.eq_ignore_ascii_case(method) || (method.eq_ignore_ascii_case("HEAD") && m.eq_ignore_ascii_case("GET"))
+            }),
             (Method::Preflight, Some(listed)) => listed.iter().any(|m| m == "OPTIONS"),
         };
         if !method_ok {
@@ -386,6 +400,11 @@ mod tests {
             "** matches nothing too"
         );
         assert_eq!(find(&table, Method::Plain("GET"), &at("/users/42")).unwrap().0.pattern, "/**", "method filter");
+        let get_only =
+            routes(r#"[{"pattern": "/search", "methods": ["GET"], "policy": "api", "key": {"source": "ip"}}]"#);
+        let get_only = get_only.unwrap();
+        assert!(find(&get_only, Method::Plain("HEAD"), &at("/search")).is_some(), "HEAD is limited as GET");
+        assert!(find(&get_only, Method::Plain("POST"), &at("/search")).is_none());
         assert_eq!(find(&table, Method::Plain("GET"), &at("/api/v2/items")).unwrap().0.pattern, "/api/*/items");
         assert_eq!(find(&table, Method::Plain("GET"), &at("/api/v2/items/3")).unwrap().0.pattern, "/**");
         assert!(find(&table[..2], Method::Plain("GET"), &at("/other")).is_none());

@@ -291,6 +291,19 @@ test('a reservation that can never be granted: 429 without Retry-After, t or a w
   assert.deepEqual([body.allowed, body.waitMs], [false, null]);
 });
 
+test('a reservation beyond capacity that no wait within its maxWait can grant promises no retry', async () => {
+  const k = key();
+  // 10 tokens, 10 per hour: 12 need 2 more than a full bucket, 12 minutes.
+  const r = await w.call(`/v1/buckets/${k}/reserve`, post({ policy: 'one', tokens: 12, maxWait: '11m' }));
+  assert.equal(r.status, 429);
+  assert.equal(r.headers.get('retry-after'), null);
+  assert.equal(r.headers.get('ratelimit'), '"one";r=10', 'no t: the bandwidth never holds 12');
+  assert.equal((await r.json()).waitMs, null);
+  const granted = await w.call(`/v1/buckets/${k}/reserve`, post({ policy: 'one', tokens: 12, maxWait: '12m' }));
+  assert.equal(granted.status, 200);
+  assert.equal((await granted.json()).waitMs, 720_000);
+});
+
 test('with LOG_DECISIONS "false", a shadow rejection is still logged', async () => {
   const quiet = await start({ vars: { POLICIES, LOG_DECISIONS: 'false' } });
   try {

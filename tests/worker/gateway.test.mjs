@@ -23,6 +23,8 @@ const ROUTES = [
   { pattern: '/by-net-48', policy: 'keyed', key: { source: 'ip', ipv6Prefix: 48 } },
   { pattern: '/open/:id', policy: 'per_user', key: { source: 'segment', name: 'id' } },
   { pattern: '/guarded', methods: ['POST', 'OPTIONS'], policy: 'per_user', key: { source: 'constant', value: 'guarded' } },
+  { pattern: '/reads', methods: ['GET'], policy: 'per_user', key: { source: 'constant', value: 'reads' } },
+  { pattern: '/status/*', policy: 'writes', key: { source: 'constant', value: 'status' } },
 ];
 const APP = 'https://app.example';
 
@@ -207,6 +209,33 @@ test('an API key in Authorization is one bucket however its Bearer scheme is spe
   assert.equal((await send('Bearer k2')).status, 200, 'another key, another bucket');
 });
 
+test('an API key sent twice reaches the origin as the one value its bucket was keyed on', async () => {
+  const send = (lines) => rawRequest(w.url, `GET /keyed HTTP/1.1\r\n${lines}\r\nConnection: close`);
+  assert.equal((await send('X-API-Key: twice')).status, 200);
+  assert.equal((await send('X-API-Key: twice')).status, 429);
+  assert.equal((await send('X-API-Key: twice\r\nX-API-Key: junk')).status, 200, 'another value, another bucket');
+  const lines = o.requests.at(-1).rawHeaders.filter((_, i, raw) => i % 2 === 0 && raw[i].toLowerCase() === 'x-api-key');
+  assert.equal(lines.length, 1, 'one line, not the first of two that the origin would read as the spent key');
+  assert.equal(o.requests.at(-1).headers['x-api-key'], 'twice, junk');
+});
+
+test('HEAD is limited by a route for GET, as origins answer it with their GET handler', async () => {
+  assert.equal((await w.call('/reads')).status, 200);
+  const before = o.requests.length;
+  const r = await w.call('/reads', { method: 'HEAD' });
+  assert.equal(r.status, 429);
+  assert.equal(o.requests.length, before, 'not forwarded');
+});
+
+test('an origin status that no response can carry is a 502, not a crash', async () => {
+  const r = await w.call('/status/600');
+  assert.equal(r.status, 502);
+  assert.equal((await r.json()).code, 'ORIGIN_INVALID_STATUS');
+  const ok = await w.call('/status/299');
+  assert.equal(ok.status, 299, 'an unusual but valid status passes');
+  assert.equal(ok.headers.get('access-control-expose-headers').match(/ratelimit,/gi).length, 1, 'listed once');
+});
+
 test('a GET with a body is limited and forwarded without the body, never a 500', async () => {
   const before = o.requests.length;
   const r = await rawRequest(w.url, 'GET /search HTTP/1.1\r\nContent-Length: 5\r\nConnection: close', 'hello');
@@ -246,13 +275,15 @@ test('shadow mode forwards what it would reject, marked in a header and the log'
 });
 
 test('a gateway without an origin is a configuration error; an unreachable origin is 502', async () => {
-  const noOrigin = await start({ vars: { POLICIES, ROUTES } });
-  try {
-    const r = await noOrigin.call('/watched');
-    assert.equal(r.status, 500);
-    assert.equal((await r.json()).code, 'CONFIGURATION_ERROR');
-  } finally {
-    await noOrigin.stop();
+  for (const vars of [{ POLICIES, ROUTES }, { POLICIES, ROUTES, ORIGIN: 'origin.example.com' }]) {
+    const misconfigured = await start({ vars });
+    try {
+      const r = await misconfigured.call('/watched');
+      assert.equal(r.status, 500, JSON.stringify(vars.ORIGIN));
+      assert.equal((await r.json()).code, 'CONFIGURATION_ERROR');
+    } finally {
+      await misconfigured.stop();
+    }
   }
   const closed = await origin();
   await closed.close();

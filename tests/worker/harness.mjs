@@ -136,11 +136,14 @@ export async function origin() {
     let body = '';
     req.on('data', (chunk) => (body += chunk));
     req.on('end', () => {
-      requests.push({ method: req.method, url: req.url, headers: req.headers, body });
-      res.writeHead(200, {
+      requests.push({ method: req.method, url: req.url, headers: req.headers, rawHeaders: req.rawHeaders, body });
+      // `/status/NNN` answers with that status, valid or not (Node writes any three digits), and
+      // exposes a rate-limit header of its own.
+      const status = /^\/status\/(\d{3})$/.exec(req.url)?.[1];
+      res.writeHead(Number(status ?? 200), {
         'content-type': 'application/json',
         'x-origin': 'yes',
-        'access-control-expose-headers': 'X-Origin',
+        'access-control-expose-headers': status ? 'X-Origin, ratelimit' : 'X-Origin',
       });
       res.end(JSON.stringify({ method: req.method, url: req.url, body }));
     });
