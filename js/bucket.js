@@ -102,7 +102,7 @@ export class Bucket {
     if (typeof strategy !== 'string') {
       throw invalidArgument(`strategy must be one of ${Object.keys(TokensInheritanceStrategy).join(', ')}`);
     }
-    this.#raw.replaceConfiguration(rawConfiguration(configuration), strategy, readClock(this.#clock));
+    ops.replaceConfiguration(this.#raw, rawConfiguration(configuration), strategy, readClock(this.#clock));
   }
 
   /** The configuration in force. */

@@ -207,6 +207,7 @@ export class Bucket {
   getAvailableTokens(): Exact;
   reset(): void;
   replaceConfiguration(configuration: BucketConfiguration, strategy: TokensInheritanceStrategy): void;
+  /** The configuration in force: one immutable object, the same until it is replaced. */
   getConfiguration(): BucketConfiguration;
   getDiagnostics(): Diagnostics;
   asVerbose(): VerboseBucket;

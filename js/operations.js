@@ -55,16 +55,37 @@ export function reset(bucket, now) {
   check(bucket.reset(now));
 }
 
+/**
+ * Each raw bucket's configuration and bandwidth ids until it is replaced. A configuration is
+ * immutable, so one object serves every call: a copy per verbose result or diagnostics would be
+ * wasm memory that only the finalizer frees, which under load grows it for good.
+ */
+const configurations = new WeakMap();
+
+function held(bucket) {
+  let entry = configurations.get(bucket);
+  if (entry === undefined) {
+    const configuration = new BucketConfiguration(bucket.configuration());
+    entry = { configuration, ids: configuration.toJSON().bandwidths.map((b) => b.id ?? null) };
+    configurations.set(bucket, entry);
+  }
+  return entry;
+}
+
 export function configuration(bucket) {
-  return new BucketConfiguration(bucket.configuration());
+  return held(bucket).configuration;
+}
+
+export function replaceConfiguration(bucket, rawConfiguration, strategy, now) {
+  bucket.replaceConfiguration(rawConfiguration, strategy, now);
+  configurations.delete(bucket);
 }
 
 export function diagnostics(bucket, now) {
   check(bucket.diagnostics(now));
   const availableTokens = result(0);
   const nanosToFullRefill = result(1);
-  const ids = bucket.configuration().toJSON().bandwidths.map((b) => b.id ?? null);
-  const bandwidths = ids.map((id, i) => {
+  const bandwidths = held(bucket).ids.map((id, i) => {
     check(bucket.diagnostic(i, now));
     return { id, capacity: result(0), availableTokens: result(1), nanosToFullRefill: result(2) };
   });

@@ -69,15 +69,78 @@ export class Scheduler {
     if (wait > 0) {
       try {
         this.#listener?.onDelayed?.(wait);
-        await sleep(wait, signal);
+      } catch (failure) {
+        ops.addTokens(this.#raw, tokens, readClock(this.#clock)); // the newest reservation: none behind it
+        throw failure;
+      }
+      try {
+        await this.#wait(tokens, wait, signal);
       } catch (reason) {
-        ops.addTokens(this.#raw, tokens, readClock(this.#clock));
-        if (signal?.aborted) this.#listener?.onAborted?.(reason);
+        this.#listener?.onAborted?.(reason);
         throw reason;
       }
     }
     this.#listener?.onConsumed?.(tokens);
   }
+
+  /**
+   * Waits out a reservation of `tokens`, or rejects with the signal's reason once it aborts. The
+   * abort gives the tokens back at once, and the reservations made after this one, which waited
+   * behind its tokens, move up: each is made again, in order, so none is overtaken by a request
+   * made after the abort.
+   */
+  #wait(tokens, nanos, signal) {
+    const queue = waitingOn(this.#raw);
+    return new Promise((resolve, reject) => {
+      const reservation = { tokens, timer: null, resolve, schedule: null };
+      const onAbort = () => {
+        cancel(reservation.timer);
+        this.#giveBack(queue, reservation);
+        reject(signal.reason);
+      };
+      reservation.schedule = (wait) => {
+        cancel(reservation.timer);
+        reservation.timer = after(wait, () => {
+          queue.splice(queue.indexOf(reservation), 1);
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        });
+      };
+      if (signal?.aborted) {
+        // Aborted before the wait began (by a listener's onDelayed): the newest reservation.
+        ops.addTokens(this.#raw, tokens, readClock(this.#clock));
+        reject(signal.reason);
+        return;
+      }
+      queue.push(reservation);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      reservation.schedule(nanos);
+    });
+  }
+
+  /** Returns `reservation`'s tokens and makes the reservations after it again, in order. */
+  #giveBack(queue, reservation) {
+    const now = readClock(this.#clock);
+    const later = queue.splice(queue.indexOf(reservation));
+    later.shift();
+    // Undoing every later reservation first gives the bucket as if none had been made (adding
+    // back is capped at capacity, which is what the refill would have reached).
+    for (const each of [reservation, ...later]) ops.addTokens(this.#raw, each.tokens, now);
+    for (const each of later) {
+      const wait = ops.reserve(this.#raw, each.tokens, Infinity, now); // no longer than before
+      queue.push(each);
+      each.schedule(wait ?? 0);
+    }
+  }
+}
+
+/** The reservations still waiting on a raw bucket, oldest first, shared by all its views. */
+const waiting = new WeakMap();
+
+function waitingOn(raw) {
+  let queue = waiting.get(raw);
+  if (queue === undefined) waiting.set(raw, (queue = []));
+  return queue;
 }
 
 /** The `signal` of a scheduler call's options (`undefined` or `{ signal?: AbortSignal }`). */
@@ -93,31 +156,24 @@ function signalOption(options) {
   return signal;
 }
 
-/** Waits `nanos` (rounded up to whole milliseconds), or rejects with the signal's reason. */
-function sleep(nanos, signal) {
+/** Calls `then` after `nanos` (rounded up to whole milliseconds); returns a handle for `cancel`. */
+function after(nanos, then) {
   // A BigInt wait is beyond 2^53 ns; Number() may round it down, so add a millisecond.
   let remaining = Math.ceil(Number(nanos) / 1e6) + (typeof nanos === 'bigint' ? 1 : 0);
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason); // aborted before the wait began (by a listener's onDelayed)
+  const handle = { id: undefined };
+  const next = () => {
+    if (remaining <= 0) {
+      then();
       return;
     }
-    let timer;
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const next = () => {
-      if (remaining <= 0) {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-        return;
-      }
-      const step = Math.min(remaining, MAX_TIMER_MS);
-      remaining -= step;
-      timer = setTimeout(next, step);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    next();
-  });
+    const step = Math.min(remaining, MAX_TIMER_MS);
+    remaining -= step;
+    handle.id = setTimeout(next, step);
+  };
+  next();
+  return handle;
+}
+
+function cancel(handle) {
+  if (handle) clearTimeout(handle.id);
 }

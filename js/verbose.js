@@ -23,19 +23,17 @@ export class VerboseBucket {
   }
 
   tryConsume(tokens) {
-    return this.#run((now) => {
-      const consumed = ops.tryConsume(this.#raw, tokens, now);
-      if (this.#listener !== null) tellConsumption(this.#listener, consumed, tokens);
-      return consumed;
-    });
+    return this.#run(
+      (now) => ops.tryConsume(this.#raw, tokens, now),
+      (consumed) => tellConsumption(this.#listener, consumed, tokens),
+    );
   }
 
   tryConsumeAndReturnRemaining(tokens) {
-    return this.#run((now) => {
-      const probe = ops.tryConsumeAndReturnRemaining(this.#raw, tokens, now);
-      if (this.#listener !== null) tellConsumption(this.#listener, probe.consumed, tokens);
-      return probe;
-    });
+    return this.#run(
+      (now) => ops.tryConsumeAndReturnRemaining(this.#raw, tokens, now),
+      (probe) => tellConsumption(this.#listener, probe.consumed, tokens),
+    );
   }
 
   estimateAbilityToConsume(tokens) {
@@ -43,11 +41,10 @@ export class VerboseBucket {
   }
 
   tryConsumeAsMuchAsPossible(limit) {
-    return this.#run((now) => {
-      const consumed = ops.tryConsumeAsMuchAsPossible(this.#raw, limit, now);
-      if (this.#listener !== null && consumed > 0) this.#listener.onConsumed?.(consumed);
-      return consumed;
-    });
+    return this.#run(
+      (now) => ops.tryConsumeAsMuchAsPossible(this.#raw, limit, now),
+      (consumed) => consumed > 0 && this.#listener.onConsumed?.(consumed),
+    );
   }
 
   addTokens(tokens) {
@@ -59,11 +56,10 @@ export class VerboseBucket {
   }
 
   consumeIgnoringRateLimits(tokens) {
-    return this.#run((now) => {
-      const wait = ops.consumeIgnoringRateLimits(this.#raw, tokens, now);
-      if (this.#listener !== null) this.#listener.onConsumed?.(tokens);
-      return wait;
-    });
+    return this.#run(
+      (now) => ops.consumeIgnoringRateLimits(this.#raw, tokens, now),
+      () => this.#listener.onConsumed?.(tokens),
+    );
   }
 
   getAvailableTokens() {
@@ -74,9 +70,15 @@ export class VerboseBucket {
     return this.#run((now) => ops.reset(this.#raw, now));
   }
 
-  #run(operation) {
+  /**
+   * The operation, then the configuration and diagnostics at its instant, then the listener: a
+   * listener may use other buckets, whose clocks would take the place of this one's time.
+   */
+  #run(operation, tell) {
     const now = readClock(this.#clock);
     const value = operation(now);
-    return { value, configuration: ops.configuration(this.#raw), diagnostics: ops.diagnostics(this.#raw, now) };
+    const result = { value, configuration: ops.configuration(this.#raw), diagnostics: ops.diagnostics(this.#raw, now) };
+    if (this.#listener !== null) tell?.(value);
+    return result;
   }
 }

@@ -43,6 +43,27 @@ test('a later small request does not overtake an earlier large one', async (t) =
   assert.equal(bucket.getAvailableTokens(), 0);
 });
 
+test('an aborted wait gives its tokens back at once, and later reservations move up in order', async (t) => {
+  const { bucket, scheduler, advance } = scenario(t);
+  bucket.tryConsume(10); // empty; 1 token per 100 ms
+  const order = [];
+  const controller = new AbortController();
+  const aborted = scheduler.consume(10, { signal: controller.signal }).catch((e) => order.push(e.name));
+  const earlier = scheduler.consume(5).then(() => order.push('earlier'));
+  await advance(100);
+  controller.abort();
+  assert.equal(bucket.getAvailableTokens(), -4, 'the 10 are back before the rejection settles');
+  const later = scheduler.consume(1).then(() => order.push('later'));
+  await advance(399);
+  assert.deepEqual(order, ['AbortError'], 'earlier now waits 400 ms, not 1,400');
+  await advance(1);
+  assert.deepEqual(order, ['AbortError', 'earlier']);
+  await advance(100);
+  await Promise.all([aborted, earlier, later]);
+  assert.deepEqual(order, ['AbortError', 'earlier', 'later'], 'the later small request never overtook it');
+  assert.equal(bucket.getAvailableTokens(), 0);
+});
+
 test('available tokens resolve at once, without a timer', async (t) => {
   const { scheduler, listener } = scenario(t);
   await scheduler.consume(3);
