@@ -3,13 +3,16 @@
 
 import { Bucket, BucketConfiguration, TokensInheritanceStrategy, EdgeBucketError } from './engine.js';
 import { readHeaders } from './headers.js';
-import { Pacer } from './pacer.js';
+import { Pacer, BLOCKING_STATUSES } from './pacer.js';
 import { RequestQueue } from './queue.js';
 import { canShare, sharedPacer } from './tabs.js';
 import { after } from './timers.js';
 import { clientOptions, requestOptions } from './options.js';
 
 const engine = { Bucket, BucketConfiguration, TokensInheritanceStrategy };
+
+/** A retry that its timeout ended before it was made: the response that asked for it is the answer. */
+const LATE = Symbol('retry too late');
 
 // What `new Request()` takes; any other `init` field is passed through to the wrapped fetch
 // (undici's `dispatcher`, …), except ours.
@@ -58,6 +61,12 @@ export function createClient(options) {
 
   const queueFull = () => new EdgeBucketError('QUEUE_FULL', `the queue already holds ${config.maxQueue} waiting requests`);
 
+  /**
+   * How a wait ends early: the request is dropped, except a retry that its timeout ends, which
+   * is not made: the response that asked for it is the answer (`LATE`).
+   */
+  const ended = (job, reason, error) => (reason === 'timeout' && job.previous !== null ? LATE : drop(job, reason, error));
+
   /** Waits for the queue to start `job`; resolves with the pacer's ticket. */
   const turn = (job, signal) =>
     new Promise((resolve, reject) => {
@@ -68,7 +77,7 @@ export function createClient(options) {
         return;
       }
       if (signal.aborted) {
-        reject(drop(job, abortReason(signal), signal.reason));
+        reject(ended(job, abortReason(signal), signal.reason));
         return;
       }
       // Beyond maxQueue plus the free slots this one would wait for certain: refused now, unless
@@ -84,7 +93,7 @@ export function createClient(options) {
       }
       let reason = null;
       const onAbort = () => {
-        if (queue.remove(entry)) fail(drop(job, abortReason(signal), signal.reason));
+        if (queue.remove(entry)) fail(ended(job, abortReason(signal), signal.reason));
       };
       const fail = (error) => {
         signal.removeEventListener('abort', onAbort);
@@ -111,7 +120,7 @@ export function createClient(options) {
           reason = grant.reason;
           emit('paced', { request: job.request, wait: grant.wait, reason: grant.reason });
         },
-        timedOut: () => fail(drop(job, 'timeout', timeoutError(job))),
+        timedOut: () => fail(ended(job, 'timeout', timeoutError(job))),
         fail,
         retry: job.attempt > 0,
         full: () => fail(drop(job, 'queue-full', queueFull())),
@@ -121,13 +130,18 @@ export function createClient(options) {
       queue.add(entry);
     });
 
-  /** Sends one attempt; the response and what its headers said. */
+  /**
+   * Sends one attempt; the response and what its headers said. The fetch is cut by the request's
+   * signal and, while this attempt is the request's latest, by its timeout: a response kept as
+   * the answer should its retry come too late must stay readable past the timeout.
+   */
   const attempt = async (job, ticket, signal) => {
     stats.sent += 1;
     let response;
     try {
       const source = job.retryable ? job.request.clone() : job.request;
-      response = await config.fetch(new Request(source, { signal }), job.extra);
+      const cut = job.cut === null ? job.request.signal : anySignal([job.request.signal, job.cut.signal]);
+      response = await config.fetch(new Request(source, { signal: cut }), job.extra);
     } catch (error) {
       pacer.release(ticket);
       job.done();
@@ -145,7 +159,7 @@ export function createClient(options) {
     return { response, observation };
   };
 
-  /** How long before retrying, or null to hand the response back as it is. */
+  /** How long before retrying, or null to hand the response back as it is (the queue may still find the retry too late). */
   const retryDelay = (job, response, observation) => {
     const { retry } = config;
     if (!job.retryable || job.attempt >= retry.limit || !retry.statusCodes.includes(response.status)) return null;
@@ -159,19 +173,36 @@ export function createClient(options) {
   const run = async (job) => {
     const timer = job.deadline < Infinity ? deadlineSignal(job, job.deadline - clock()) : null;
     const signal = timer ? anySignal([job.request.signal, timer.signal]) : job.request.signal;
+    timer?.signal.addEventListener('abort', () => job.cut?.abort(timer.signal.reason), { once: true });
     try {
       if (signal.aborted) throw drop(job, abortReason(signal), signal.reason);
       for (;;) {
-        const ticket = await turn(job, signal);
+        let ticket;
+        try {
+          ticket = await turn(job, signal);
+        } catch (error) {
+          if (error === LATE) return job.previous;
+          await job.previous?.body?.cancel().catch(() => {});
+          throw error;
+        }
+        if (job.previous !== null) {
+          stats.retries += 1; // made, not only announced
+          await job.previous.body?.cancel().catch(() => {});
+          job.previous = null;
+        }
+        job.cut = timer ? new AbortController() : null;
         const { response, observation } = await attempt(job, ticket, signal);
         const delay = retryDelay(job, response, observation);
         if (delay === null) return response;
-        stats.retries += 1;
         emit('retry', { request: job.request, response, attempt: job.attempt + 1, delay });
-        await response.body?.cancel().catch(() => {});
+        // Kept, and freed from the timeout, until the retry is under way: if the timeout ends
+        // the wait first, the retry is not made and this response is the answer.
+        [job.previous, job.cut] = [response, null];
         job.attempt += 1;
-        // Retry-After already blocks the scope in the pacer (with jitter); other delays are ours.
-        job.notBefore = observation.retryAfter === undefined && delay > 0 ? clock() + delay * (1 + config.jitter * config.random()) : 0;
+        // A Retry-After on a 429 or 503 already blocks the scope in the pacer (with jitter);
+        // other delays are ours.
+        const paced = observation.retryAfter !== undefined && BLOCKING_STATUSES.has(response.status);
+        job.notBefore = !paced && delay > 0 ? clock() + delay * (1 + config.jitter * config.random()) : 0;
       }
     } finally {
       timer?.clear();
@@ -203,6 +234,8 @@ export function createClient(options) {
       deadline: own.timeout === Infinity ? Infinity : clock() + own.timeout,
       timeout: own.timeout,
       attempt: 0,
+      previous: null, // the response whose retry is waiting for its turn
+      cut: null, // aborts the latest attempt's fetch at the timeout
       done: () => {},
     });
   }

@@ -155,6 +155,7 @@ export interface ClientStats {
   responses: number;
   /** Responses with status 429. */
   rateLimited: number;
+  /** Retries made (a retry the timeout cut before it was sent is not one). */
   retries: number;
   /** Attempts that had to wait. */
   paced: number;

@@ -52,6 +52,13 @@ const SWEEP_EVERY_MS = 10_000;
  * @typedef {{ ok: true, ticket: Ticket } | { ok: false, wait: number, reason: string }} Grant
  */
 
+/**
+ * The statuses whose `Retry-After` holds back the whole scope: 429 and 503 (the server or the
+ * client's quota is unavailable). Elsewhere it concerns one resource: a 202's polling hint for
+ * an asynchronous job, a redirect's delay.
+ */
+export const BLOCKING_STATUSES = new Set([429, 503]);
+
 export class Pacer {
   #engine;
   #now;
@@ -270,7 +277,7 @@ export class Pacer {
   // ---- learning ----
 
   #learnFrom(scope, record, status, observation, now) {
-    const { retryAfter } = observation;
+    const retryAfter = BLOCKING_STATUSES.has(status) ? observation.retryAfter : undefined;
     if (retryAfter !== undefined) scope.blockedUntil = Math.max(scope.blockedUntil, now + retryAfter);
     let told = retryAfter !== undefined;
     for (const limit of observation.limits) {

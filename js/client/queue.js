@@ -27,6 +27,8 @@ import { after } from './timers.js';
 
 export class RequestQueue {
   #entries = [];
+  /** The same entries, for membership in O(1): a pass asks it of every entry. */
+  #members = new Set();
   #concurrency;
   #maxWaiting;
   #acquire;
@@ -74,14 +76,14 @@ export class RequestQueue {
       else high = mid;
     }
     this.#entries.splice(low, 0, entry);
+    this.#members.add(entry);
     this.pump();
   }
 
   /** Takes an entry out (abort, timeout); whether it was waiting. */
   remove(entry) {
-    const index = this.#entries.indexOf(entry);
-    if (index < 0) return false;
-    this.#entries.splice(index, 1);
+    if (!this.#members.delete(entry)) return false;
+    this.#entries.splice(this.#entries.indexOf(entry), 1);
     // Nothing left to wake for: an armed timer would keep a Node process alive for nothing.
     if (this.#entries.length === 0) this.#wakeAt(Infinity);
     return true;
@@ -91,6 +93,7 @@ export class RequestQueue {
   close() {
     this.#closed = true;
     this.#wakeAt(Infinity);
+    this.#members.clear();
     return this.#entries.splice(0);
   }
 
@@ -116,7 +119,7 @@ export class RequestQueue {
       const held = new Map(); // scope → the wait that holds it
       for (const entry of [...this.#entries]) {
         if (this.#running >= this.#concurrency || this.#closed) break;
-        if (!this.#entries.includes(entry)) continue;
+        if (!this.#members.has(entry)) continue;
         const now = this.#now();
         if (held.has(entry.scope)) {
           this.#hold(entry, held.get(entry.scope), now);
@@ -137,7 +140,7 @@ export class RequestQueue {
           if (this.remove(entry)) entry.fail(error);
           continue;
         }
-        if (!this.#entries.includes(entry)) {
+        if (!this.#members.has(entry)) {
           if (grant.ok) this.#release(grant.ticket);
           continue;
         }

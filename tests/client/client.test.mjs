@@ -105,6 +105,40 @@ test('retry.methods match a custom method whatever its case', async () => {
   assert.equal(calls, 2, 'retried once');
 });
 
+test('a retry that its timeout would cut is not made: the response that asked for it is the answer', async () => {
+  const answers = [
+    // The wait comes from RateLimit's t, not Retry-After: known only to the pacer.
+    { status: 429, headers: { ratelimit: '"p";r=0;t=30', 'ratelimit-policy': '"p";q=10;w=60' }, timeout: 5000 },
+    // Retry-After fits the timeout, but not once jittered (1 s × 1.099).
+    { status: 429, headers: { 'retry-after': '1' }, timeout: 1050 },
+    // A 503's own backoff (300 ms × 1.099) is cut by the timeout while it waits.
+    { status: 503, headers: {}, timeout: 320 },
+  ];
+  for (const { status, headers, timeout } of answers) {
+    let calls = 0;
+    const fetch = async () => (++calls, new Response(`no, ${status}`, { status, headers }));
+    const client = createClient({ share: false, probe: false, fetch, random: () => 0.99 });
+    const started = Date.now();
+    const r = await client('http://a.example/x', { edgebucket: { timeout } });
+    assert.equal(r.status, status, JSON.stringify(headers));
+    assert.equal(await r.text(), `no, ${status}`, 'readable after the timeout');
+    assert.ok(Date.now() - started <= timeout + 200, `answered by the timeout: ${Date.now() - started} ms`);
+    assert.deepEqual([calls, client.stats().retries, client.stats().dropped], [1, 0, 0]);
+    client.close();
+  }
+});
+
+test("a Retry-After on another status (a 202's polling hint) holds back nothing else", async () => {
+  const fetch = async (request) =>
+    new URL(request.url).pathname === '/jobs' ? new Response('', { status: 202, headers: { 'retry-after': '5' } }) : new Response('ok');
+  const client = createClient({ share: false, probe: false, fetch });
+  assert.equal((await client('http://a.example/jobs', { method: 'POST' })).status, 202);
+  const started = Date.now();
+  assert.equal((await client('http://a.example/items')).status, 200);
+  assert.ok(Date.now() - started < 1000, `not held for 5 s: ${Date.now() - started} ms`);
+  assert.equal(client.stats().paced, 0);
+});
+
 test('a request that cannot go before its timeout fails with TIMEOUT as soon as that is known', async (t) => {
   const server = await withServer(t, { capacity: 1, window: 60 });
   const client = createClient({ share: false });
