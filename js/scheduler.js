@@ -76,7 +76,7 @@ export class Scheduler {
       try {
         await this.#wait(tokens, wait, signal);
       } catch (reason) {
-        this.#listener?.onAborted?.(reason);
+        if (signal?.aborted) this.#listener?.onAborted?.(reason);
         throw reason;
       }
     }
@@ -86,23 +86,32 @@ export class Scheduler {
   /**
    * Waits out a reservation of `tokens`, or rejects with the signal's reason once it aborts. The
    * abort gives the tokens back at once, and the reservations made after this one, which waited
-   * behind its tokens, move up: each is made again, in order, so none is overtaken by a request
-   * made after the abort.
+   * behind its tokens, move up (see `#giveBack`).
    */
   #wait(tokens, nanos, signal) {
     const queue = waitingOn(this.#raw);
     return new Promise((resolve, reject) => {
-      const reservation = { tokens, timer: null, resolve, schedule: null };
-      const onAbort = () => {
+      const reservation = { tokens, signal, timer: null, dueAt: 0, schedule: null, fail: null };
+      const leave = () => {
         cancel(reservation.timer);
+        const index = queue.indexOf(reservation);
+        if (index >= 0) queue.splice(index, 1);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const onAbort = () => {
         this.#giveBack(queue, reservation);
+        leave();
         reject(signal.reason);
+      };
+      reservation.fail = (error) => {
+        leave();
+        reject(error);
       };
       reservation.schedule = (wait) => {
         cancel(reservation.timer);
+        reservation.dueAt = Date.now() + Number(wait) / 1e6;
         reservation.timer = after(wait, () => {
-          queue.splice(queue.indexOf(reservation), 1);
-          signal?.removeEventListener('abort', onAbort);
+          leave();
           resolve();
         });
       };
@@ -118,18 +127,37 @@ export class Scheduler {
     });
   }
 
-  /** Returns `reservation`'s tokens and makes the reservations after it again, in order. */
+  /**
+   * Returns an aborted `reservation`'s tokens and moves the later ones up: all are undone first,
+   * which leaves the bucket as if none had been made (adding back is capped at capacity, which
+   * is what the refill would have reached), then each is made again in order, so none is
+   * overtaken by a request made after the abort. A later one whose own signal has aborted too
+   * keeps its tokens until its own abort, which follows. A remade wait never ends later than
+   * first promised: it can come out longer only if the bucket changed meanwhile (tokens taken
+   * ignoring limits, a new configuration), and then the reservation keeps its time; one that
+   * cannot be made again at all (its wait has become unbounded) takes its tokens back as a debt,
+   * or fails with the core's error.
+   */
   #giveBack(queue, reservation) {
     const now = readClock(this.#clock);
-    const later = queue.splice(queue.indexOf(reservation));
-    later.shift();
-    // Undoing every later reservation first gives the bucket as if none had been made (adding
-    // back is capped at capacity, which is what the refill would have reached).
+    const later = queue.slice(queue.indexOf(reservation) + 1).filter((each) => !each.signal?.aborted);
     for (const each of [reservation, ...later]) ops.addTokens(this.#raw, each.tokens, now);
     for (const each of later) {
-      const wait = ops.reserve(this.#raw, each.tokens, Infinity, now); // no longer than before
-      queue.push(each);
-      each.schedule(wait ?? 0);
+      let wait = null;
+      try {
+        wait = ops.reserve(this.#raw, each.tokens, Infinity, now);
+      } catch {
+        // unbounded: taken back below
+      }
+      if (wait === null) {
+        try {
+          ops.consumeIgnoringRateLimits(this.#raw, each.tokens, now);
+        } catch (error) {
+          each.fail(error);
+        }
+      } else if (Number(wait) / 1e6 < each.dueAt - Date.now()) {
+        each.schedule(wait);
+      }
     }
   }
 }

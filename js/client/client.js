@@ -136,9 +136,10 @@ export function createClient(options) {
    * the answer should its retry come too late must stay readable past the timeout.
    */
   const attempt = async (job, ticket, signal) => {
-    stats.sent += 1;
     let response;
     try {
+      signal.throwIfAborted(); // timed out while the previous answer was discarded: not sent
+      stats.sent += 1;
       const source = job.retryable ? job.request.clone() : job.request;
       const cut = job.cut === null ? job.request.signal : anySignal([job.request.signal, job.cut.signal]);
       response = await config.fetch(new Request(source, { signal: cut }), job.extra);
@@ -185,12 +186,14 @@ export function createClient(options) {
           await job.previous?.body?.cancel().catch(() => {});
           throw error;
         }
+        // Before any await: a timeout during one must cut this attempt's fetch.
+        job.cut = timer ? new AbortController() : null;
+        if (timer?.signal.aborted) job.cut.abort(timer.signal.reason);
         if (job.previous !== null) {
-          stats.retries += 1; // made, not only announced
           await job.previous.body?.cancel().catch(() => {});
           job.previous = null;
+          if (!signal.aborted) stats.retries += 1; // made, not only announced
         }
-        job.cut = timer ? new AbortController() : null;
         const { response, observation } = await attempt(job, ticket, signal);
         const delay = retryDelay(job, response, observation);
         if (delay === null) return response;

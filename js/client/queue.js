@@ -43,7 +43,7 @@ export class RequestQueue {
   /**
    * @param {object} options
    * @param {number} options.concurrency most entries running at once
-   * @param {number} [options.maxWaiting] most entries waiting after a pass; the newest beyond it are shed
+   * @param {number} [options.maxWaiting] most entries waiting after a pass; beyond it the first attempts that would go last are shed
    * @param {(entry: Entry) => import('./pacer.js').Grant | Promise<import('./pacer.js').Grant>} options.acquire
    * @param {(ticket: unknown) => void} options.release hands back a ticket granted to an entry that left meanwhile
    * @param {() => number} options.now milliseconds

@@ -71,8 +71,7 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
             under_policy(held, lookup(policies, policy)?, now, |bucket| {
                 match bucket.reserve(*tokens, *max_wait_nanos, now)? {
                     Some(wait) => Ok((true, wait, true)),
-                    None if !ever_reservable(bucket, *tokens, *max_wait_nanos) => Ok((false, INFINITY_DURATION, false)),
-                    None => Ok((false, overall_wait(bucket, *tokens, now)?, false)),
+                    None => Ok((false, reservable_in(bucket, *tokens, *max_wait_nanos, now)?, false)),
                 }
             })?
         }
@@ -256,6 +255,31 @@ fn ever_reservable(bucket: &TokenBucket, tokens: i64, max_wait: i64) -> bool {
     })
 }
 
+/// How long until a refused reservation would be granted: the first moment its wait is within
+/// `max_wait`, checked on a copy of the bucket; [`INFINITY_DURATION`] when waiting cannot help.
+///
+/// While no bandwidth fills up, the wait falls as time passes: the moment is `wait - max_wait`
+/// from now. Beyond a bandwidth's capacity the refill stops once it is full, and an interval
+/// refill's wait then rises again after each refill, so the moment is found from when the bucket
+/// is full. If neither moment grants it (bandwidths whose best moments never meet), there is no
+/// time to promise.
+fn reservable_in(bucket: &TokenBucket, tokens: i64, max_wait: i64, now: i64) -> Result<i64, ApiError> {
+    if !ever_reservable(bucket, tokens, max_wait) {
+        return Ok(INFINITY_DURATION);
+    }
+    let grants_at = |at: i64| matches!(bucket.clone().reserve(tokens, max_wait, at), Ok(Some(_)));
+    let first_from = |at: i64| -> Result<i64, ApiError> {
+        Ok(at.saturating_add(overall_wait(bucket, tokens, at)?.saturating_sub(max_wait).max(0)))
+    };
+    let full = now.saturating_add(bucket.diagnostics(now).nanos_to_full_refill);
+    for moment in [first_from(now)?, first_from(full)?] {
+        if moment < INFINITY_DURATION && grants_at(moment) {
+            return Ok(moment - now);
+        }
+    }
+    Ok(INFINITY_DURATION)
+}
+
 fn overall_wait(bucket: &TokenBucket, tokens: i64, now: i64) -> Result<i64, ApiError> {
     Ok(bucket.nanos_until_per_bandwidth(tokens, now)?.into_iter().max().unwrap_or(0))
 }
@@ -420,7 +444,7 @@ mod tests {
         let reserve = |max| Command::Reserve { policy: "api".into(), tokens: 2, max_wait_nanos: max };
         let refused = apply(&mut held, &reserve(100 * MS), &p, T0).unwrap();
         assert!(!refused.changed && !refused.outcome.allowed);
-        assert_eq!(refused.outcome.wait_nanos, 200 * MS);
+        assert_eq!(refused.outcome.wait_nanos, 100 * MS, "then the wait is within the 100 ms");
         let reserved = apply(&mut held, &reserve(200 * MS), &p, T0).unwrap();
         assert!(reserved.changed && reserved.outcome.allowed);
         assert_eq!(reserved.outcome.wait_nanos, 200 * MS);
@@ -438,9 +462,38 @@ mod tests {
         assert!(never.outcome.bandwidths[1].wait_nanos < INFINITY_DURATION);
         apply(&mut held, &consume(5, Mode::Try), &p, T0).unwrap();
         let later = apply(&mut held, &reserve(8, 300 * MS), &p, T0).unwrap();
-        assert_eq!((later.outcome.allowed, later.outcome.wait_nanos), (false, 800 * MS), "refused now, not forever");
-        let then = apply(&mut held, &reserve(8, 300 * MS), &p, T0 + 800 * MS).unwrap();
+        assert_eq!((later.outcome.allowed, later.outcome.wait_nanos), (false, 500 * MS), "refused now, not forever");
+        let early = apply(&mut held, &reserve(8, 300 * MS), &p, T0 + 500 * MS - 1).unwrap();
+        assert!(!early.outcome.allowed, "not a nanosecond earlier");
+        let then = apply(&mut held, &reserve(8, 300 * MS), &p, T0 + 500 * MS).unwrap();
         assert_eq!((then.outcome.allowed, then.outcome.wait_nanos), (true, 300 * MS), "granted at the retry time");
+    }
+
+    #[test]
+    fn a_refused_reservation_is_granted_at_its_retry_time_for_every_refill_kind() {
+        // (tokens spent, tokens reserved, max wait): within and beyond capacity.
+        let greedy = [(10, 5, 300 * MS), (4, 15, 600 * MS), (10, 25, 1_500 * MS)];
+        let intervally = [(10, 5, 300 * MS), (1, 15, 500 * MS), (1, 25, 1_500 * MS)];
+        for (kind, cases) in [("greedy", greedy), ("intervally", intervally)] {
+            let json = format!(
+                r#"{{"p": {{"bandwidths": [{{"capacity": 10, "refill": {{"kind": "{kind}", "tokens": 10, "period": "1s"}}}}]}}}}"#
+            );
+            let p = Policies::parse(&json).unwrap();
+            for (spent, tokens, max_wait) in cases {
+                let mut held = None;
+                let consume = Command::Consume { policy: "p".into(), tokens: spent, mode: Mode::Try };
+                apply(&mut held, &consume, &p, T0 + 250 * MS).unwrap();
+                let reserve = Command::Reserve { policy: "p".into(), tokens, max_wait_nanos: max_wait };
+                let at = T0 + 400 * MS;
+                let refused = apply(&mut held.clone(), &reserve, &p, at).unwrap().outcome;
+                let case = format!("{kind}: {spent} spent, {tokens} within {max_wait}");
+                assert!(!refused.allowed && refused.wait_nanos < INFINITY_DURATION, "{case}");
+                let retried = apply(&mut held.clone(), &reserve, &p, at + refused.wait_nanos).unwrap().outcome;
+                assert!(retried.allowed, "{case}: granted at the retry time");
+                let early = apply(&mut held.clone(), &reserve, &p, at + refused.wait_nanos - 1).unwrap().outcome;
+                assert!(!early.allowed, "{case}: the first such moment");
+            }
+        }
     }
 
     #[test]

@@ -54,9 +54,11 @@ fn read(env: &Env) -> Result<Settings, ApiError> {
         Some(json) => routes::parse(&json, &policies).map_err(ApiError::configuration)?,
         None => Vec::new(),
     };
-    let origin = match var(env, "ORIGIN").filter(|o| !o.is_empty()) {
-        Some(origin) => Some(origin_url(&origin).map_err(ApiError::configuration)?),
-        None => None,
+    // Read only for the gateway: without routes ORIGIN is unused, and a leftover value must not
+    // stop the service API.
+    let origin = match var(env, "ORIGIN").map(|o| o.trim().to_owned()).filter(|o| !o.is_empty()) {
+        Some(origin) if !routes.is_empty() => Some(origin_url(&origin).map_err(ApiError::configuration)?),
+        _ => None,
     };
     if !routes.is_empty() && origin.is_none() {
         return Err(ApiError::configuration("ROUTES needs ORIGIN, the URL to forward admitted requests to"));
@@ -77,7 +79,9 @@ fn read(env: &Env) -> Result<Settings, ApiError> {
 /// error instead of spending a token on each before failing to forward it. (The `url` crate
 /// would add 190 KB of wasm for this one check; the runtime parses the URL when it fetches.)
 fn origin_url(origin: &str) -> Result<String, String> {
-    let rest = origin.strip_prefix("https://").or_else(|| origin.strip_prefix("http://"));
+    let scheme =
+        |name: &str| origin.get(..name.len()).filter(|s| s.eq_ignore_ascii_case(name)).map(|_| &origin[name.len()..]);
+    let rest = scheme("https://").or_else(|| scheme("http://"));
     let host = rest.map(|rest| rest.split('/').next().unwrap_or_default());
     if host.is_none_or(str::is_empty) {
         return Err(format!("ORIGIN {origin:?} must be an http or https URL, such as https://api.example.com"));
@@ -107,6 +111,7 @@ mod tests {
     fn origin_must_be_an_http_url_a_path_can_follow() {
         assert_eq!(origin_url("https://api.example.com/").unwrap(), "https://api.example.com");
         assert_eq!(origin_url("http://127.0.0.1:8080/base").unwrap(), "http://127.0.0.1:8080/base");
+        assert_eq!(origin_url("HTTPS://api.example.com").unwrap(), "HTTPS://api.example.com", "schemes ignore case");
         let bad = [
             "origin.example.com",
             "ftp://x.example",

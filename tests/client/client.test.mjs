@@ -128,6 +128,29 @@ test('a retry that its timeout would cut is not made: the response that asked fo
   }
 });
 
+test('a retry is cut by the timeout also when it falls while the previous answer is discarded', async () => {
+  let calls = 0;
+  const fetch = async (request) => {
+    if (++calls === 1) {
+      // A 503 without Retry-After (a 300 ms backoff) whose body takes 300 ms to cancel.
+      const body = new ReadableStream({ pull() {}, cancel: () => new Promise((resolve) => setTimeout(resolve, 300)) });
+      return new Response(body, { status: 503 });
+    }
+    // A server that never answers: only the fetch's signal ends it.
+    return new Promise((_, reject) => {
+      request.signal.addEventListener('abort', () => reject(request.signal.reason));
+      if (request.signal.aborted) reject(request.signal.reason);
+    });
+  };
+  const client = createClient({ share: false, probe: false, fetch, random: () => 0 });
+  const started = Date.now();
+  const alive = setTimeout(() => {}, 5000); // as a real fetch's socket would keep Node running
+  await assert.rejects(client('http://a.example/x', { edgebucket: { timeout: 400 } }), { code: 'TIMEOUT' });
+  clearTimeout(alive);
+  assert.ok(Date.now() - started < 1000, `cut at the timeout: ${Date.now() - started} ms`);
+  assert.deepEqual([client.stats().retries, client.stats().inFlight], [0, 0]);
+});
+
 test("a Retry-After on another status (a 202's polling hint) holds back nothing else", async () => {
   const fetch = async (request) =>
     new URL(request.url).pathname === '/jobs' ? new Response('', { status: 202, headers: { 'retry-after': '5' } }) : new Response('ok');

@@ -1,7 +1,7 @@
 // asScheduler(): fair reservations, promises settled by (mocked) timers, AbortSignal.
 import { test, mock } from 'node:test';
 import assert from 'node:assert/strict';
-import { Bucket, SimpleListener, EdgeBucketError } from 'edgebucket';
+import { Bucket, BucketConfiguration, SimpleListener, EdgeBucketError } from 'edgebucket';
 
 const MS = 1_000_000;
 
@@ -62,6 +62,37 @@ test('an aborted wait gives its tokens back at once, and later reservations move
   await Promise.all([aborted, earlier, later]);
   assert.deepEqual(order, ['AbortError', 'earlier', 'later'], 'the later small request never overtook it');
   assert.equal(bucket.getAvailableTokens(), 0);
+});
+
+test('waits that share one aborted signal all reject and give all their tokens back', async (t) => {
+  const { bucket, scheduler, advance } = scenario(t);
+  const controller = new AbortController();
+  const first = scheduler.consume(15, { signal: controller.signal });
+  const second = scheduler.consume(5, { signal: controller.signal }); // would be due at once after the first's abort
+  controller.abort();
+  await assert.rejects(first, { name: 'AbortError' });
+  await assert.rejects(second, { name: 'AbortError' });
+  await advance(0);
+  assert.equal(bucket.getAvailableTokens(), 10);
+});
+
+test('a reservation moved up after an abort never waits longer than first promised, nor goes free', async (t) => {
+  const { bucket, scheduler, advance } = scenario(t);
+  bucket.tryConsume(10);
+  const controller = new AbortController();
+  const aborted = scheduler.consume(5, { signal: controller.signal }).catch((e) => e.name);
+  let done = false;
+  const second = scheduler.consume(5).then(() => (done = true)); // due at 1,000 ms
+  const slower = BucketConfiguration.builder().addLimit((l) => l.capacity(10).refillGreedy(1, '10s')).build();
+  bucket.replaceConfiguration(slower, 'AS_IS');
+  controller.abort(); // made again now, its wait would be 50 s
+  assert.equal(await aborted, 'AbortError');
+  assert.equal(bucket.getAvailableTokens(), -5, 'its tokens are taken again');
+  await advance(999);
+  assert.equal(done, false);
+  await advance(1);
+  await second;
+  assert.equal(done, true, 'at the time first promised');
 });
 
 test('available tokens resolve at once, without a timer', async (t) => {
