@@ -90,6 +90,10 @@ fn fall_back(settings: &Settings, key: &str, command: &Command, failure: String)
         _ => None,
     };
     let Some(policy) = policy else {
+        // An administrative call: its caller holds the admin token and needs the cause
+        // (`STORAGE_CORRUPT`, `STORAGE_ERROR`, …), not only that there was one.
+        let detail = format!("the bucket could not answer: {failure}");
+        let unavailable = ApiError::new(503, "RATE_LIMITER_UNAVAILABLE", detail);
         return Verdict { result: Err(unavailable), fallback: None, failure: Some(failure) };
     };
     let now = now_nanos();

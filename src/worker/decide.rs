@@ -156,6 +156,8 @@ pub fn describe(policy: &Policy, now: i64) -> Outcome {
 /// The bad input the front worker can answer before asking the bucket, so that it is a 400
 /// whether or not the object is reachable (and never admitted by a failure mode): an unknown
 /// policy, or a consume (try or estimate) of more tokens than a bandwidth of the policy holds.
+/// What only a bucket's state can refuse (an `ignore-limits` debt past 2^63 ns of refill) is
+/// the object's to answer: failing open admits it, as it admits anything it cannot check.
 ///
 /// # Errors
 /// 400 `UNKNOWN_POLICY` or `TOKENS_EXCEED_CAPACITY`, as the object would answer (except for a

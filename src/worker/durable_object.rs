@@ -37,8 +37,8 @@ pub struct BucketObject {
     held: RefCell<Option<Option<Held>>>,
     /// When the bucket may be deleted, epoch milliseconds (kept in storage too).
     idle_until: Cell<f64>,
-    /// Whether this instance has scheduled the idle alarm.
-    alarm_set: Cell<bool>,
+    /// When this instance's idle alarm is set for, epoch milliseconds; `None` when it has set none.
+    alarm_at: Cell<Option<f64>>,
     /// Whether the table exists (the first write creates it; a read never does).
     table_ready: Cell<bool>,
 }
@@ -50,7 +50,7 @@ impl worker::DurableObject for BucketObject {
             env,
             held: RefCell::new(None),
             idle_until: Cell::new(0.0),
-            alarm_set: Cell::new(false),
+            alarm_at: Cell::new(None),
             table_ready: Cell::new(false),
         }
     }
@@ -64,7 +64,7 @@ impl worker::DurableObject for BucketObject {
     /// A failed alarm throws, so the runtime runs it again (with backoff): the bucket is neither
     /// lost to a passing storage error nor kept forever for want of a rescheduled alarm.
     async fn alarm(&self) -> worker::Result<Response> {
-        self.alarm_set.set(false);
+        self.alarm_at.set(None);
         if let Err(error) = self.expire().await {
             worker::console_error!("idle alarm failed, to be retried: {} {}", error.code, error.message);
             return Err(worker::Error::RustError(format!("{}: {}", error.code, error.message)));
@@ -200,17 +200,19 @@ impl BucketObject {
 
     /// One alarm per object instance: when it fires early (the bucket was used since), it is
     /// set again for the new deadline, so a busy bucket costs one alarm write per idle period.
+    /// A deadline brought forward (a reset, a replacement) moves it earlier.
     async fn schedule_alarm(&self) -> Result<(), ApiError> {
-        if self.alarm_set.get() {
+        let deadline = self.idle_until.get();
+        if self.alarm_at.get().is_some_and(|at| at <= deadline) {
             return Ok(());
         }
-        self.set_alarm(self.idle_until.get()).await
+        self.set_alarm(deadline).await
     }
 
     async fn set_alarm(&self, at_millis: f64) -> Result<(), ApiError> {
         let at = ScheduledTime::new(js_sys::Date::new(&at_millis.into()));
         self.state.storage().set_alarm(at).await.map_err(storage)?;
-        self.alarm_set.set(true);
+        self.alarm_at.set(Some(at_millis));
         Ok(())
     }
 
@@ -244,7 +246,7 @@ impl BucketObject {
         };
         // Forget first: a request arriving while storage is cleared starts a fresh bucket.
         *self.held.borrow_mut() = Some(None);
-        self.alarm_set.set(false);
+        self.alarm_at.set(None);
         self.table_ready.set(false);
         self.state.storage().delete_all().await.map_err(storage)?;
         Ok(existed)

@@ -28,7 +28,8 @@ pub struct DecisionLine<'a> {
     /// Tokens left on every bandwidth.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remaining: Option<i64>,
-    /// Milliseconds until a rejected request could succeed, rounded up.
+    /// Milliseconds until a rejected request could succeed, or a granted reservation's wait,
+    /// rounded up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<i64>,
     /// Shadow mode admitted what the bucket rejected.
@@ -76,7 +77,8 @@ impl<'a> DecisionLine<'a> {
     pub fn outcome(mut self, outcome: &Outcome, shadow_rejected: bool) -> Self {
         self.allowed = Some(outcome.allowed || shadow_rejected);
         self.remaining = Some(outcome.remaining());
-        self.wait_ms = if outcome.allowed { None } else { round_up(outcome.wait_nanos, MILLISECOND) };
+        let waits = !outcome.allowed || outcome.wait_nanos > 0;
+        self.wait_ms = if waits { round_up(outcome.wait_nanos, MILLISECOND) } else { None };
         self.shadow_rejected = shadow_rejected;
         self
     }
@@ -99,9 +101,7 @@ impl<'a> DecisionLine<'a> {
             }
             match (line.allowed, error) {
                 (_, Some(error)) => m.error(&error.code),
-                (Some(allowed), None) => {
-                    m.decision(line.policy, verdict(allowed, line.shadow_rejected), line.latency_ms / 1e3)
-                }
+                (Some(allowed), None) => m.decision(line.policy, verdict(&line, allowed), line.latency_ms / 1e3),
                 (None, None) => {}
             }
         });
@@ -111,10 +111,12 @@ impl<'a> DecisionLine<'a> {
     }
 }
 
-fn verdict(allowed: bool, shadow_rejected: bool) -> &'static str {
-    match (allowed, shadow_rejected) {
-        (_, true) => "shadow_rejected",
-        (true, false) => "allowed",
-        (false, false) => "rejected",
+/// The metric's outcome. An estimate admits and rejects nothing, so it is counted apart.
+fn verdict(line: &DecisionLine, allowed: bool) -> &'static str {
+    match (line.op, allowed, line.shadow_rejected) {
+        ("estimate", ..) => "estimate",
+        (_, _, true) => "shadow_rejected",
+        (_, true, false) => "allowed",
+        (_, false, false) => "rejected",
     }
 }

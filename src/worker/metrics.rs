@@ -33,7 +33,8 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Counts a decision under `policy` (`outcome`: `allowed`, `rejected` or `shadow_rejected`)
+    /// Counts a decision under `policy` (`outcome`: `allowed`, `rejected`, `shadow_rejected` or
+    /// `estimate`)
     /// that took `seconds` to reach.
     pub fn decision(&mut self, policy: &str, outcome: &'static str, seconds: f64) {
         *self.decisions.entry((policy.to_owned(), outcome)).or_default() += 1;

@@ -379,12 +379,20 @@ test('one structured log line per decision, and Prometheus counters', async () =
     ],
   );
   assert.ok(lines[1].waitMs > 0 && typeof lines[1].latencyMs === 'number');
+  // An estimate that finds no tokens is no rejection; a granted reservation logs its wait.
+  await consume(k, { policy: 'one', mode: 'estimate' });
+  await w.call(`/v1/buckets/${k}/reserve`, post({ policy: 'one', maxWait: '1h' }));
+  const [estimate, reserved] = await w.logged((l) => l.key === k && l.op !== 'try', 2);
+  assert.deepEqual([estimate.op, estimate.allowed], ['estimate', false]);
+  assert.deepEqual([reserved.op, reserved.allowed], ['reserve', true]);
+  assert.ok(reserved.waitMs > 350_000 && reserved.waitMs <= 360_000, `a token per 6 minutes: ${reserved.waitMs}`);
   const r = await w.call('/v1/metrics', admin());
   assert.equal(r.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8');
   const text = await r.text();
   const count = (name) => Number(text.match(new RegExp(`^${name.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm'))?.[1] ?? 0);
   assert.ok(count('edgebucket_decisions_total{policy="one",outcome="allowed"}') >= 1);
   assert.ok(count('edgebucket_decisions_total{policy="one",outcome="rejected"}') >= 1);
+  assert.ok(count('edgebucket_decisions_total{policy="one",outcome="estimate"}') >= 1, 'estimates apart');
   assert.ok(count('edgebucket_errors_total{code="UNAUTHORIZED"}') >= 1, 'the auth test counted errors');
   assert.match(text, /^edgebucket_decision_latency_seconds_bucket\{le="\+Inf"\} \d+$/m);
   assert.match(text, /^# TYPE edgebucket_decision_latency_seconds histogram$/m);

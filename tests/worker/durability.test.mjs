@@ -48,6 +48,25 @@ test("a policy's higher version replaces existing buckets' configuration, once",
   }
 });
 
+test('a reset brings the idle deadline forward, and the alarm with it', async () => {
+  const vars = { POLICIES: { fast: { idleGrace: '500ms', bandwidths: [greedy('b', 10, 10, '1s')] } } };
+  const w = await start({ vars });
+  try {
+    // 200 tokens of debt: full again in 21 s.
+    await w.call('/v1/buckets/debt/consume', post({ policy: 'fast', tokens: 200, mode: 'ignore-limits' }));
+    assert.equal((await w.call('/v1/buckets/debt/reset', admin({ method: 'POST' }))).status, 200);
+    const started = Date.now();
+    let status;
+    do {
+      await sleep(100);
+      status = (await w.call('/v1/buckets/debt', admin())).status;
+    } while (status === 200 && Date.now() - started < 10_000);
+    assert.equal(status, 404, 'deleted the grace after the reset, not 21 s later');
+  } finally {
+    await w.stop();
+  }
+});
+
 test('an idle bucket is deleted by its alarm once full plus the grace; a busy one is kept', async () => {
   // 10 tokens a second: a bucket that lost 2 is full 200 ms later; grace 500 ms.
   const vars = { POLICIES: { fast: { idleGrace: '500ms', bandwidths: [greedy('b', 10, 10, '1s')] } } };

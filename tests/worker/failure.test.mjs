@@ -71,6 +71,7 @@ test('degrade decides exactly with an in-isolate bucket, visibly', async () => {
 test('admin calls have no fallback: 503; fallbacks are counted', async () => {
   const r = await w.call('/v1/buckets/a', admin());
   assert.equal(r.status, 503);
+  assert.match((await r.json()).detail, /BUCKETS/, 'the admin is told the cause');
   const text = await (await w.call('/v1/metrics', admin())).text();
   assert.match(text, /^edgebucket_fallbacks_total\{policy="open",mode="open"\} 3$/m);
   assert.match(text, /^edgebucket_fallbacks_total\{policy="closed",mode="closed"\} 1$/m);
