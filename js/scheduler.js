@@ -86,21 +86,27 @@ export class Scheduler {
   /**
    * Waits out a reservation of `tokens`, or rejects with the signal's reason once it aborts. The
    * abort gives the tokens back at once, and the reservations made after this one, which waited
-   * behind its tokens, move up (see `#giveBack`).
+   * behind its tokens, move up (see `#moveUp`).
    */
   #wait(tokens, nanos, signal) {
     const queue = waitingOn(this.#raw);
     return new Promise((resolve, reject) => {
-      const reservation = { tokens, signal, timer: null, dueAt: 0, schedule: null, fail: null };
+      const reservation = { tokens, timer: null, dueAt: 0, schedule: null, fail: null };
       const leave = () => {
         cancel(reservation.timer);
-        const index = queue.indexOf(reservation);
-        if (index >= 0) queue.splice(index, 1);
+        const index = queue.list.indexOf(reservation);
+        if (index >= 0) queue.list.splice(index, 1);
         signal?.removeEventListener('abort', onAbort);
+        return index;
       };
       const onAbort = () => {
-        this.#giveBack(queue, reservation);
-        leave();
+        const index = leave();
+        try {
+          ops.addTokens(this.#raw, tokens, readClock(this.#clock));
+          this.#moveUpSoon(queue, index);
+        } catch {
+          // A time meter that throws: the tokens stay taken, which errs towards refusing.
+        }
         reject(signal.reason);
       };
       reservation.fail = (error) => {
@@ -109,7 +115,7 @@ export class Scheduler {
       };
       reservation.schedule = (wait) => {
         cancel(reservation.timer);
-        reservation.dueAt = Date.now() + Number(wait) / 1e6;
+        reservation.dueAt = realNow() + Number(wait) / 1e6;
         reservation.timer = after(wait, () => {
           leave();
           resolve();
@@ -121,41 +127,52 @@ export class Scheduler {
         reject(signal.reason);
         return;
       }
-      queue.push(reservation);
+      queue.list.push(reservation);
       signal?.addEventListener('abort', onAbort, { once: true });
       reservation.schedule(nanos);
     });
   }
 
   /**
-   * Returns an aborted `reservation`'s tokens and moves the later ones up: all are undone first,
-   * which leaves the bucket as if none had been made (adding back is capped at capacity, which
-   * is what the refill would have reached), then each is made again in order, so none is
-   * overtaken by a request made after the abort. A later one whose own signal has aborted too
-   * keeps its tokens until its own abort, which follows. A remade wait never ends later than
-   * first promised: it can come out longer only if the bucket changed meanwhile (tokens taken
-   * ignoring limits, a new configuration), and then the reservation keeps its time; one that
-   * cannot be made again at all (its wait has become unbounded) takes its tokens back as a debt,
-   * or fails with the core's error.
+   * Moves up the reservations from `index` on, once every abort of this turn of the event loop
+   * has run (one signal may abort several waits, some through `AbortSignal.any`, whose abort
+   * comes later in the same dispatch): a wait remade meanwhile could be due at once and go,
+   * though its own abort was on its way.
    */
-  #giveBack(queue, reservation) {
-    const now = readClock(this.#clock);
-    const later = queue.slice(queue.indexOf(reservation) + 1).filter((each) => !each.signal?.aborted);
-    for (const each of [reservation, ...later]) ops.addTokens(this.#raw, each.tokens, now);
+  #moveUpSoon(queue, index) {
+    queue.from = Math.min(queue.from, index);
+    if (queue.pending) return;
+    queue.pending = true;
+    queueMicrotask(() => {
+      const from = queue.from;
+      [queue.pending, queue.from] = [false, Infinity];
+      this.#moveUp(queue.list.slice(from));
+    });
+  }
+
+  /**
+   * Makes `later` (the waits behind aborted ones, in order) again: all are undone first, which
+   * leaves the bucket as if none had been made (adding back is capped at capacity, which is what
+   * the refill would have reached), then each is made again in order, so none is overtaken by a
+   * request made after the abort. A remade wait never ends later than first promised: it comes
+   * out longer only if the bucket changed meanwhile (tokens taken ignoring limits, a new
+   * configuration), and then the reservation keeps its time; one whose wait has become unbounded
+   * fails with `RESERVATION_OVERFLOW` rather than go free.
+   */
+  #moveUp(later) {
+    if (later.length === 0) return;
+    let now;
+    try {
+      now = readClock(this.#clock);
+    } catch {
+      return; // a time meter that throws: the waits keep their tokens and times
+    }
+    for (const each of later) ops.addTokens(this.#raw, each.tokens, now);
     for (const each of later) {
-      let wait = null;
-      try {
-        wait = ops.reserve(this.#raw, each.tokens, Infinity, now);
-      } catch {
-        // unbounded: taken back below
-      }
+      const wait = ops.reserve(this.#raw, each.tokens, Infinity, now);
       if (wait === null) {
-        try {
-          ops.consumeIgnoringRateLimits(this.#raw, each.tokens, now);
-        } catch (error) {
-          each.fail(error);
-        }
-      } else if (Number(wait) / 1e6 < each.dueAt - Date.now()) {
+        each.fail(new EdgeBucketError('RESERVATION_OVERFLOW', `${each.tokens} tokens can no longer be reserved: the wait would be unbounded`));
+      } else if (Number(wait) / 1e6 < each.dueAt - realNow()) {
         each.schedule(wait);
       }
     }
@@ -167,8 +184,13 @@ const waiting = new WeakMap();
 
 function waitingOn(raw) {
   let queue = waiting.get(raw);
-  if (queue === undefined) waiting.set(raw, (queue = []));
+  if (queue === undefined) waiting.set(raw, (queue = { list: [], from: Infinity, pending: false }));
   return queue;
+}
+
+/** Monotonic milliseconds, as timers count: a wall-clock step must not decide a remade wait. */
+function realNow() {
+  return globalThis.performance?.now?.() ?? Date.now();
 }
 
 /** The `signal` of a scheduler call's options (`undefined` or `{ signal?: AbortSignal }`). */

@@ -65,15 +65,43 @@ test('an aborted wait gives its tokens back at once, and later reservations move
 });
 
 test('waits that share one aborted signal all reject and give all their tokens back', async (t) => {
+  for (const share of [(signal) => signal, (signal) => AbortSignal.any([signal])]) {
+    const { bucket, scheduler, advance } = scenario(t);
+    const controller = new AbortController();
+    const first = scheduler.consume(15, { signal: share(controller.signal) });
+    // Due at once after the first's abort; through AbortSignal.any its own abort comes later.
+    const second = scheduler.consume(5, { signal: share(controller.signal) });
+    controller.abort();
+    await assert.rejects(first, { name: 'AbortError' });
+    await assert.rejects(second, { name: 'AbortError' });
+    await advance(0);
+    assert.equal(bucket.getAvailableTokens(), 10);
+    t.mock.timers.reset();
+  }
+});
+
+test('aborts that share a signal keep the order of the waits left', async (t) => {
   const { bucket, scheduler, advance } = scenario(t);
+  bucket.tryConsume(10); // empty; 1 token per 100 ms
   const controller = new AbortController();
-  const first = scheduler.consume(15, { signal: controller.signal });
-  const second = scheduler.consume(5, { signal: controller.signal }); // would be due at once after the first's abort
+  const order = [];
+  const wait = (name, tokens, signal) =>
+    scheduler.consume(tokens, { signal }).then(() => order.push(name), (e) => order.push(`${name} ${e.name}`));
+  const waits = [
+    wait('A', 10, controller.signal),
+    wait('B', 1),
+    wait('X', 10, controller.signal),
+    wait('C', 1),
+  ];
   controller.abort();
-  await assert.rejects(first, { name: 'AbortError' });
-  await assert.rejects(second, { name: 'AbortError' });
   await advance(0);
-  assert.equal(bucket.getAvailableTokens(), 10);
+  assert.deepEqual(order, ['A AbortError', 'X AbortError'], 'neither B nor C went with a wait made during the abort');
+  await advance(100);
+  assert.deepEqual(order.slice(2), ['B'], 'B moved up to 100 ms');
+  await advance(100);
+  await Promise.all(waits);
+  assert.deepEqual(order.slice(2), ['B', 'C'], 'C stays behind B');
+  assert.equal(bucket.getAvailableTokens(), 0);
 });
 
 test('a reservation moved up after an abort never waits longer than first promised, nor goes free', async (t) => {
