@@ -380,6 +380,7 @@ mod tests {
                 wait_nanos: INFINITY_DURATION,
                 full_nanos: 0,
             }],
+            no_retry_after: false,
         };
         let json = serde_json::to_value(DecisionBody::new("k", &outcome)).unwrap();
         assert_eq!(json["waitMs"], 2);

@@ -89,13 +89,12 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
         }
         Command::Delete => return Err(ApiError::internal("delete is handled by the store")),
     };
-    let outcome = outcome(
-        held.as_ref().expect("every command that succeeds leaves a bucket"),
-        command.cost(),
-        allowed,
-        wait,
-        now,
-    )?;
+    let held_now = held.as_ref().expect("every command that succeeds leaves a bucket");
+    let mut outcome = outcome(held_now, command.cost(), allowed, wait, now)?;
+    if let Command::Reserve { tokens, max_wait_nanos, .. } = command {
+        outcome.no_retry_after =
+            !allowed && !retry_after_grants(&held_now.bucket, *tokens, *max_wait_nanos, &outcome, now);
+    }
     if existed || changed {
         return Ok(Effect { outcome, changed });
     }
@@ -282,6 +281,14 @@ fn reservable_in(bucket: &TokenBucket, tokens: i64, max_wait: i64, now: i64) -> 
     Ok(INFINITY_DURATION)
 }
 
+/// Whether the refused reservation is granted at the moment its `Retry-After` names (whole
+/// seconds, at least every `t`); without one there is nothing to check.
+fn retry_after_grants(bucket: &TokenBucket, tokens: i64, max_wait: i64, outcome: &Outcome, now: i64) -> bool {
+    let Some(seconds) = super::headers::retry_after(outcome) else { return true };
+    let at = now.saturating_add(seconds.saturating_mul(NANOS_PER_SECOND as i64));
+    matches!(bucket.clone().reserve(tokens, max_wait, at), Ok(Some(_)))
+}
+
 fn overall_wait(bucket: &TokenBucket, tokens: i64, now: i64) -> Result<i64, ApiError> {
     Ok(bucket.nanos_until_per_bandwidth(tokens, now)?.into_iter().max().unwrap_or(0))
 }
@@ -315,6 +322,7 @@ fn outcome(held: &Held, cost: i64, allowed: bool, wait_nanos: i64, now: i64) -> 
         allowed,
         wait_nanos,
         bandwidths,
+        no_retry_after: false,
     })
 }
 
@@ -495,6 +503,28 @@ mod tests {
                 let early = apply(&mut held.clone(), &reserve, &p, at + refused.wait_nanos - 1).unwrap().outcome;
                 assert!(!early.allowed, "{case}: the first such moment");
             }
+        }
+    }
+
+    #[test]
+    fn a_retry_after_that_whole_seconds_would_aim_past_the_window_is_left_out() {
+        let json = r#"{"p": {"bandwidths": [{"capacity": 10, "refill": {"kind": "intervally", "tokens": 10, "period": "2s"}}]},
+                       "g": {"bandwidths": [{"capacity": 10, "refill": {"kind": "greedy", "tokens": 10, "period": "2s"}}]}}"#;
+        let p = Policies::parse(json).unwrap();
+        // Intervally, 15 beyond capacity is granted only in the 300 ms before each refill; greedy
+        // refill goes on, and any moment after the first grants.
+        for (policy, spent, tokens, misses) in [("p", 1, 25, true), ("g", 10, 20, false)] {
+            let mut held = None;
+            apply(&mut held, &Command::Consume { policy: policy.into(), tokens: spent, mode: Mode::Try }, &p, T0)
+                .unwrap();
+            let reserve = Command::Reserve { policy: policy.into(), tokens, max_wait_nanos: 2_300 * MS };
+            let at = T0 + 100 * MS;
+            let refused = apply(&mut held.clone(), &reserve, &p, at).unwrap().outcome;
+            assert!(!refused.allowed);
+            assert_eq!(refused.no_retry_after, misses, "{policy}");
+            assert_eq!(super::super::headers::retry_after(&refused).is_none(), misses, "{policy}");
+            let retried = apply(&mut held.clone(), &reserve, &p, at + refused.wait_nanos).unwrap().outcome;
+            assert!(retried.allowed, "{policy}: the wait itself is exact");
         }
     }
 

@@ -84,6 +84,9 @@ fn sf_integer(n: i64) -> i64 {
 
 /// `Retry-After` seconds for a rejection: the wait rounded up, and at least every `t`.
 pub fn retry_after(outcome: &Outcome) -> Option<i64> {
+    if outcome.no_retry_after {
+        return None;
+    }
     let largest_t = outcome.bandwidths.iter().filter_map(|b| seconds_up(b.wait_nanos)).max().unwrap_or(0);
     seconds_up(outcome.wait_nanos).map(|wait| wait.max(largest_t))
 }
@@ -138,7 +141,15 @@ mod tests {
     }
 
     fn outcome(allowed: bool, wait_nanos: i64, bandwidths: Vec<BandwidthView>) -> Outcome {
-        Outcome { policy: "api".into(), version: 1, at_millis: 0, allowed, wait_nanos, bandwidths }
+        Outcome {
+            policy: "api".into(),
+            version: 1,
+            at_millis: 0,
+            allowed,
+            wait_nanos,
+            bandwidths,
+            no_retry_after: false,
+        }
     }
 
     #[test]

@@ -28,8 +28,8 @@ pub struct DecisionLine<'a> {
     /// Tokens left on every bandwidth.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remaining: Option<i64>,
-    /// Milliseconds until a rejected request could succeed, or a granted reservation's wait,
-    /// rounded up.
+    /// Milliseconds until a rejected request could succeed, or the wait a granted reservation
+    /// (or an `ignore-limits` debt) reports, rounded up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<i64>,
     /// Shadow mode admitted what the bucket rejected.

@@ -101,6 +101,12 @@ pub struct Outcome {
     pub wait_nanos: i64,
     /// Every bandwidth after the operation, in configuration order.
     pub bandwidths: Vec<BandwidthView>,
+    /// A refused reservation that a whole-second `Retry-After` would send back at a moment it
+    /// is refused again (beyond an interval bandwidth's capacity it is granted only in a window
+    /// before each refill, which whole seconds may miss): the answer has none, and the wait is
+    /// in milliseconds only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_retry_after: bool,
 }
 
 /// One bandwidth after an operation, as the headers and the API report it.
