@@ -186,13 +186,14 @@ export function createClient(options) {
           await job.previous?.body?.cancel().catch(() => {});
           throw error;
         }
-        // Before any await: a timeout during one must cut this attempt's fetch.
+        // From here the timeout cuts this attempt's fetch.
         job.cut = timer ? new AbortController() : null;
         if (timer?.signal.aborted) job.cut.abort(timer.signal.reason);
         if (job.previous !== null) {
-          await job.previous.body?.cancel().catch(() => {});
+          // Not awaited: a body slow to cancel must not hold the retry past its timeout.
+          job.previous.body?.cancel().catch(() => {});
           job.previous = null;
-          if (!signal.aborted) stats.retries += 1; // made, not only announced
+          stats.retries += 1; // made, not only announced
         }
         const { response, observation } = await attempt(job, ticket, signal);
         const delay = retryDelay(job, response, observation);

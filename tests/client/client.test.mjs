@@ -128,7 +128,7 @@ test('a retry that its timeout would cut is not made: the response that asked fo
   }
 });
 
-test('a retry is cut by the timeout also when it falls while the previous answer is discarded', async () => {
+test('a retry is cut by the timeout, however slowly the previous answer is discarded', async () => {
   let calls = 0;
   const fetch = async (request) => {
     if (++calls === 1) {
@@ -147,8 +147,8 @@ test('a retry is cut by the timeout also when it falls while the previous answer
   const alive = setTimeout(() => {}, 5000); // as a real fetch's socket would keep Node running
   await assert.rejects(client('http://a.example/x', { edgebucket: { timeout: 400 } }), { code: 'TIMEOUT' });
   clearTimeout(alive);
-  assert.ok(Date.now() - started < 1000, `cut at the timeout: ${Date.now() - started} ms`);
-  assert.deepEqual([client.stats().retries, client.stats().inFlight], [0, 0]);
+  assert.ok(Date.now() - started < 550, `cut at the timeout: ${Date.now() - started} ms`);
+  assert.deepEqual([calls, client.stats().retries, client.stats().inFlight], [2, 1, 0]);
 });
 
 test("a Retry-After on another status (a 202's polling hint) holds back nothing else", async () => {
