@@ -103,7 +103,7 @@ export class Scheduler {
         const index = leave();
         try {
           ops.addTokens(this.#raw, tokens, readClock(this.#clock));
-          this.#moveUpSoon(queue, index);
+          if (index >= 0) this.#moveUpSoon(queue, index);
         } catch {
           // A time meter that throws: the tokens stay taken, which errs towards refusing.
         }

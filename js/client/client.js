@@ -138,7 +138,7 @@ export function createClient(options) {
   const attempt = async (job, ticket, signal) => {
     let response;
     try {
-      signal.throwIfAborted(); // timed out while the previous answer was discarded: not sent
+      signal.throwIfAborted(); // aborted or timed out since its turn came: not sent
       stats.sent += 1;
       const source = job.retryable ? job.request.clone() : job.request;
       const cut = job.cut === null ? job.request.signal : anySignal([job.request.signal, job.cut.signal]);
@@ -183,7 +183,7 @@ export function createClient(options) {
           ticket = await turn(job, signal);
         } catch (error) {
           if (error === LATE) return job.previous;
-          await job.previous?.body?.cancel().catch(() => {});
+          job.previous?.body?.cancel().catch(() => {});
           throw error;
         }
         // From here the timeout cuts this attempt's fetch.
