@@ -85,13 +85,12 @@ export class Scheduler {
 
   /**
    * Waits out a reservation of `tokens`, or rejects with the signal's reason once it aborts. The
-   * abort gives the tokens back at once, and the reservations made after this one, which waited
-   * behind its tokens, move up (see `#moveUp`).
+   * aborted wait's tokens come back, and the waits made after it move up (see `#moveUp`).
    */
   #wait(tokens, nanos, signal) {
     const queue = waitingOn(this.#raw);
     return new Promise((resolve, reject) => {
-      const reservation = { tokens, timer: null, dueAt: 0, schedule: null, fail: null };
+      const reservation = { tokens, signal, returned: false, timer: null, dueAt: 0, schedule: null, fail: null };
       const leave = () => {
         cancel(reservation.timer);
         const index = queue.list.indexOf(reservation);
@@ -101,12 +100,7 @@ export class Scheduler {
       };
       const onAbort = () => {
         const index = leave();
-        try {
-          ops.addTokens(this.#raw, tokens, readClock(this.#clock));
-          if (index >= 0) this.#moveUpSoon(queue, index);
-        } catch {
-          // A time meter that throws: the tokens stay taken, which errs towards refusing.
-        }
+        if (index >= 0) this.#moveUpSoon(queue, index, reservation);
         reject(signal.reason);
       };
       reservation.fail = (error) => {
@@ -134,41 +128,49 @@ export class Scheduler {
   }
 
   /**
-   * Moves up the reservations from `index` on, once every abort of this turn of the event loop
-   * has run (one signal may abort several waits, some through `AbortSignal.any`, whose abort
-   * comes later in the same dispatch): a wait remade meanwhile could be due at once and go,
-   * though its own abort was on its way.
+   * Gives `aborted`'s tokens back and moves up the waits from `index` on, in a microtask queued
+   * before the rejection: one step, so that nothing sees the returned tokens while the debts
+   * behind them are still counted (adding back is capped at capacity), and after the other
+   * aborts of the same dispatch (one signal may end several waits).
    */
-  #moveUpSoon(queue, index) {
+  #moveUpSoon(queue, index, aborted) {
     queue.from = Math.min(queue.from, index);
+    queue.aborted.push(aborted);
     if (queue.pending) return;
     queue.pending = true;
     queueMicrotask(() => {
-      const from = queue.from;
-      [queue.pending, queue.from] = [false, Infinity];
-      this.#moveUp(queue.list.slice(from));
+      const [from, gone] = [queue.from, queue.aborted];
+      [queue.pending, queue.from, queue.aborted] = [false, Infinity, []];
+      this.#moveUp(gone.filter((each) => !each.returned), queue.list.slice(from));
     });
   }
 
   /**
-   * Makes `later` (the waits behind aborted ones, in order) again: all are undone first, which
-   * leaves the bucket as if none had been made (adding back is capped at capacity, which is what
-   * the refill would have reached), then each is made again in order, so none is overtaken by a
-   * request made after the abort. A remade wait never ends later than first promised: it comes
-   * out longer only if the bucket changed meanwhile (tokens taken ignoring limits, a new
-   * configuration), and then the reservation keeps its time; one whose wait has become unbounded
-   * fails with `RESERVATION_OVERFLOW` rather than go free.
+   * Returns the tokens of the `gone` waits and makes `later` (the waits behind them, in order)
+   * again: all are undone first, which leaves the bucket as if none had been made (adding back
+   * is capped at capacity, which is what the refill would have reached), then each is made again
+   * in order, so none is overtaken by a request made after the abort. A later wait whose signal
+   * has aborted too (its abort event not yet delivered: browsers run microtasks between
+   * listeners) is undone and not made again. A remade wait never ends later than first promised:
+   * it comes out longer only if the bucket changed meanwhile (tokens taken ignoring limits, a new
+   * configuration), and then it keeps its time; one whose wait has become unbounded fails with
+   * `RESERVATION_OVERFLOW` rather than go free.
    */
-  #moveUp(later) {
-    if (later.length === 0) return;
+  #moveUp(gone, later) {
     let now;
     try {
       now = readClock(this.#clock);
     } catch {
-      return; // a time meter that throws: the waits keep their tokens and times
+      return; // a time meter that throws: the tokens stay taken, which errs towards refusing
     }
-    for (const each of later) ops.addTokens(this.#raw, each.tokens, now);
-    for (const each of later) {
+    const held = later.filter((each) => !each.returned);
+    for (const each of [...gone, ...held]) ops.addTokens(this.#raw, each.tokens, now);
+    for (const each of held) {
+      if (each.signal?.aborted) {
+        each.returned = true;
+        cancel(each.timer); // its abort, on its way, rejects it
+        continue;
+      }
       const wait = ops.reserve(this.#raw, each.tokens, Infinity, now);
       if (wait === null) {
         each.fail(new EdgeBucketError('RESERVATION_OVERFLOW', `${each.tokens} tokens can no longer be reserved: the wait would be unbounded`));
@@ -184,7 +186,7 @@ const waiting = new WeakMap();
 
 function waitingOn(raw) {
   let queue = waiting.get(raw);
-  if (queue === undefined) waiting.set(raw, (queue = { list: [], from: Infinity, pending: false }));
+  if (queue === undefined) waiting.set(raw, (queue = { list: [], from: Infinity, aborted: [], pending: false }));
   return queue;
 }
 

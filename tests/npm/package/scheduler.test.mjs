@@ -52,7 +52,8 @@ test('an aborted wait gives its tokens back at once, and later reservations move
   const earlier = scheduler.consume(5).then(() => order.push('earlier'));
   await advance(100);
   controller.abort();
-  assert.equal(bucket.getAvailableTokens(), -4, 'the 10 are back before the rejection settles');
+  await Promise.resolve();
+  assert.equal(bucket.getAvailableTokens(), -4, 'the 10 are back before the rejection is seen');
   const later = scheduler.consume(1).then(() => order.push('later'));
   await advance(399);
   assert.deepEqual(order, ['AbortError'], 'earlier now waits 400 ms, not 1,400');
@@ -102,6 +103,44 @@ test('aborts that share a signal keep the order of the waits left', async (t) =>
   await Promise.all(waits);
   assert.deepEqual(order.slice(2), ['B', 'C'], 'C stays behind B');
   assert.equal(bucket.getAvailableTokens(), 0);
+});
+
+test("a browser's abort, with microtasks run between its listeners, still rejects every wait it ends", async (t) => {
+  const { bucket, scheduler, advance } = scenario(t);
+  // An AbortSignal as browsers dispatch it: a microtask checkpoint after each listener.
+  const listeners = [];
+  const signal = {
+    aborted: false,
+    reason: undefined,
+    throwIfAborted() {},
+    addEventListener: (type, listener) => listeners.push(listener),
+    removeEventListener: (type, listener) => listeners.includes(listener) && listeners.splice(listeners.indexOf(listener), 1),
+  };
+  const first = scheduler.consume(15, { signal });
+  const second = scheduler.consume(5, { signal }); // due at once after the first's abort
+  Object.assign(signal, { aborted: true, reason: new DOMException('timed out', 'TimeoutError') });
+  for (const listener of [...listeners]) {
+    listener();
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+  }
+  await assert.rejects(first, { name: 'TimeoutError' });
+  await assert.rejects(second, { name: 'TimeoutError' });
+  await advance(0);
+  assert.equal(bucket.getAvailableTokens(), 10);
+});
+
+test('tokens an abort gives back are not free while the waits behind them still count', async (t) => {
+  const { bucket, scheduler, advance } = scenario(t);
+  const controller = new AbortController();
+  const beyond = scheduler.consume(20, { signal: controller.signal }).catch((e) => e.name); // due at 1 s
+  const behind = scheduler.consume(5); // due at 1.5 s
+  await advance(950);
+  controller.abort();
+  assert.equal(bucket.tryConsume(10), false, 'the 5 behind are still owed');
+  assert.equal(await beyond, 'AbortError');
+  await advance(0);
+  await behind;
+  assert.equal(bucket.getAvailableTokens(), 5, 'as if the 20 had never been asked: full, less the 5 served');
 });
 
 test('a reservation moved up after an abort never waits longer than first promised, nor goes free', async (t) => {
