@@ -102,8 +102,11 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
     // kept: a fresh one later is the same, so the key stays unknown and nothing is written. One
     // below capacity is kept by a refused consume or reservation, else every later request
     // would meet a fresh bucket again and refill would never accrue; an estimate keeps nothing.
+    // A refused reservation that names a time is kept too: the time holds for this bucket's
+    // refill schedule (an interval refill's phase starts at creation), not for a new one's.
     let below_capacity = held.as_ref().is_some_and(|h| h.bucket.nanos_to_full_refill(now) > 0);
-    let keep = below_capacity && !command.is_estimate();
+    let timed = matches!(command, Command::Reserve { .. }) && wait < INFINITY_DURATION;
+    let keep = (below_capacity || timed) && !command.is_estimate();
     if !keep {
         *held = None;
     }
@@ -526,6 +529,18 @@ mod tests {
             let retried = apply(&mut held.clone(), &reserve, &p, at + refused.wait_nanos).unwrap().outcome;
             assert!(retried.allowed, "{policy}: the wait itself is exact");
         }
+    }
+
+    #[test]
+    fn a_refused_reservation_on_a_new_key_keeps_the_bucket_its_time_is_for() {
+        let json = r#"{"p": {"bandwidths": [{"capacity": 10, "refill": {"kind": "intervally", "tokens": 10, "period": "1s"}}]}}"#;
+        let p = Policies::parse(json).unwrap();
+        let reserve = Command::Reserve { policy: "p".into(), tokens: 15, max_wait_nanos: 500 * MS };
+        let mut held = None;
+        let refused = apply(&mut held, &reserve, &p, T0).unwrap();
+        assert!(!refused.outcome.allowed && refused.changed && held.is_some(), "kept, and so written");
+        let granted = apply(&mut held, &reserve, &p, T0 + refused.outcome.wait_nanos).unwrap();
+        assert!(granted.outcome.allowed, "granted at the time it named");
     }
 
     #[test]

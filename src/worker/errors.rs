@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::headers;
+use super::protocol::{round_up, Outcome, MILLISECOND};
+
 /// An error to answer with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
@@ -85,10 +88,12 @@ impl ApiError {
 pub const QUOTA_EXCEEDED: &str = "https://iana.org/assignments/http-problem-types#quota-exceeded";
 
 /// The 429 document for a rejection: `violated-policies` names the bandwidths that lacked tokens.
-pub fn quota_exceeded(violated: &[&str], retry_after_seconds: Option<i64>) -> serde_json::Value {
-    let detail = match retry_after_seconds {
-        Some(seconds) => format!("retry in {seconds} s"),
-        None => "the request can never be granted".to_owned(),
+pub fn quota_exceeded(outcome: &Outcome) -> serde_json::Value {
+    let violated = outcome.violated();
+    let detail = match (headers::retry_after(outcome), round_up(outcome.wait_nanos, MILLISECOND)) {
+        (Some(seconds), _) => format!("retry in {seconds} s"),
+        (None, Some(ms)) => format!("granted only in windows whole seconds miss: retry in {ms} ms"),
+        (None, None) => "the request can never be granted".to_owned(),
     };
     serde_json::json!({
         "type": QUOTA_EXCEEDED,
@@ -128,6 +133,23 @@ pub fn reason_phrase(status: u16) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_quota_exceeded_detail_says_when_to_retry() {
+        let outcome = |wait_nanos, no_retry_after| Outcome {
+            policy: "p".into(),
+            version: 1,
+            at_millis: 0,
+            allowed: false,
+            wait_nanos,
+            bandwidths: Vec::new(),
+            no_retry_after,
+        };
+        let detail = |o: &Outcome| quota_exceeded(o)["detail"].as_str().unwrap_or_default().to_owned();
+        assert_eq!(detail(&outcome(1_500_000_000, false)), "retry in 2 s");
+        assert!(detail(&outcome(1_500_000_000, true)).ends_with("retry in 1500 ms"), "not 'never'");
+        assert_eq!(detail(&outcome(crate::INFINITY_DURATION, false)), "the request can never be granted");
+    }
 
     #[test]
     fn core_errors_keep_their_codes() {

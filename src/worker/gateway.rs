@@ -93,7 +93,7 @@ async fn admit<'s>(req: &Incoming, env: &Env, settings: &'s Settings, started: f
     if outcome.allowed || shadow_rejected {
         return Admission::Forward(headers, route.key.header());
     }
-    let problem = errors::quota_exceeded(&outcome.violated(), headers::retry_after(outcome));
+    let problem = errors::quota_exceeded(outcome);
     Admission::Refuse(respond::problem_with(429, problem.to_string(), &headers))
 }
 

@@ -114,7 +114,7 @@ fn answer(
     if body.allowed || command.is_estimate() {
         return respond::json(200, &body, &headers);
     }
-    let mut problem = errors::quota_exceeded(&outcome.violated(), headers::retry_after(outcome));
+    let mut problem = errors::quota_exceeded(outcome);
     if let (Some(problem), serde_json::Value::Object(decision)) =
         (problem.as_object_mut(), serde_json::to_value(&body)?)
     {
