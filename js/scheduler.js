@@ -5,9 +5,8 @@ import { EdgeBucketError, invalidArgument } from './errors.js';
 import { durationNanos, describe } from './runtime.js';
 import * as ops from './operations.js';
 import { readClock } from './clock.js';
+import { after } from './timers.js';
 
-/** setTimeout's longest delay; longer waits are chained. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** A bucket's scheduling view: see `Bucket.asScheduler()`. */
 export class Scheduler {
@@ -90,9 +89,9 @@ export class Scheduler {
   #wait(tokens, nanos, signal) {
     const queue = waitingOn(this.#raw);
     return new Promise((resolve, reject) => {
-      const reservation = { tokens, signal, returned: false, timer: null, dueAt: 0, schedule: null, fail: null };
+      const reservation = { tokens, signal, returned: false, cancel: () => {}, dueAt: 0, schedule: null, fail: null };
       const leave = () => {
-        cancel(reservation.timer);
+        reservation.cancel();
         const index = queue.list.indexOf(reservation);
         if (index >= 0) queue.list.splice(index, 1);
         signal?.removeEventListener('abort', onAbort);
@@ -108,9 +107,9 @@ export class Scheduler {
         reject(error);
       };
       reservation.schedule = (wait) => {
-        cancel(reservation.timer);
+        reservation.cancel();
         reservation.dueAt = realNow() + Number(wait) / 1e6;
-        reservation.timer = after(wait, () => {
+        reservation.cancel = after(timerMillis(wait), () => {
           leave();
           resolve();
         });
@@ -168,7 +167,7 @@ export class Scheduler {
     for (const each of held) {
       if (each.signal?.aborted) {
         each.returned = true;
-        cancel(each.timer); // its abort, on its way, rejects it
+        each.cancel(); // its abort, on its way, rejects it
         continue;
       }
       const wait = ops.reserve(this.#raw, each.tokens, Infinity, now);
@@ -208,24 +207,8 @@ function signalOption(options) {
   return signal;
 }
 
-/** Calls `then` after `nanos` (rounded up to whole milliseconds); returns a handle for `cancel`. */
-function after(nanos, then) {
+/** `nanos` as timer milliseconds, rounded up: a wait never ends early. */
+function timerMillis(nanos) {
   // A BigInt wait is beyond 2^53 ns; Number() may round it down, so add a millisecond.
-  let remaining = Math.ceil(Number(nanos) / 1e6) + (typeof nanos === 'bigint' ? 1 : 0);
-  const handle = { id: undefined };
-  const next = () => {
-    if (remaining <= 0) {
-      then();
-      return;
-    }
-    const step = Math.min(remaining, MAX_TIMER_MS);
-    remaining -= step;
-    handle.id = setTimeout(next, step);
-  };
-  next();
-  return handle;
-}
-
-function cancel(handle) {
-  if (handle) clearTimeout(handle.id);
+  return Math.ceil(Number(nanos) / 1e6) + (typeof nanos === 'bigint' ? 1 : 0);
 }

@@ -6,7 +6,7 @@ import { readHeaders } from './headers.js';
 import { Pacer, BLOCKING_STATUSES } from './pacer.js';
 import { RequestQueue } from './queue.js';
 import { canShare, sharedPacer } from './tabs.js';
-import { after } from './timers.js';
+import { after } from '../timers.js';
 import { clientOptions, requestOptions } from './options.js';
 
 const engine = { Bucket, BucketConfiguration, TokensInheritanceStrategy };

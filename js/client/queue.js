@@ -6,7 +6,7 @@
 // the lower-priority requests of its scope, so a scope's order is kept while other scopes go on;
 // a retry waiting out its own backoff holds back nothing.
 
-import { after } from './timers.js';
+import { after } from '../timers.js';
 
 /**
  * A request in the queue. The queue sets nothing on it but reads these.
