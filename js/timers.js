@@ -1,5 +1,6 @@
 // setTimeout for delays of any length. Browsers and Node run a timer of more than 2^31 − 1 ms
-// (24.8 days) at once, and a policy window, a Retry-After or a timeout can be longer than that.
+// (24.8 days) at once, and a scheduled wait, a policy window, a Retry-After or a timeout can be
+// longer than that. Shared by the scheduler and the pacing client (which bundles it).
 
 const LONGEST = 2 ** 31 - 1;
 
