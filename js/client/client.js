@@ -183,15 +183,14 @@ export function createClient(options) {
           ticket = await turn(job, signal);
         } catch (error) {
           if (error === LATE) return job.previous;
-          job.previous?.body?.cancel().catch(() => {});
+          discard(job.previous);
           throw error;
         }
         // From here the timeout cuts this attempt's fetch.
         job.cut = timer ? new AbortController() : null;
         if (timer?.signal.aborted) job.cut.abort(timer.signal.reason);
         if (job.previous !== null) {
-          // Not awaited: a body slow to cancel must not hold the retry past its timeout.
-          job.previous.body?.cancel().catch(() => {});
+          discard(job.previous);
           job.previous = null;
           stats.retries += 1; // made, not only announced
         }
@@ -260,6 +259,14 @@ export function createClient(options) {
   };
 
   return client;
+}
+
+/**
+ * Frees a response nobody will read. Not awaited: a body slow to cancel must not hold a retry
+ * past its timeout.
+ */
+function discard(response) {
+  response?.body?.cancel().catch(() => {});
 }
 
 function monotonicClock() {

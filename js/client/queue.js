@@ -169,12 +169,13 @@ export class RequestQueue {
    * the pass has asked, as requests made in one tick sit here until a pass starts those that can go.
    */
   #shed() {
-    if (!(this.#entries.length > this.#maxWaiting) || this.#closed) return;
-    const last = this.#entries.filter((e) => !e.retry).reverse();
-    for (const entry of last) {
-      // `full` runs the client's dropped hook, which may close the client or abort other entries.
-      if (this.#closed || this.#entries.length <= this.#maxWaiting) break;
-      if (this.remove(entry)) entry.full?.();
+    // Asked afresh each time: `full` runs the client's dropped hook, which may close the client
+    // or abort other entries.
+    while (this.#entries.length > this.#maxWaiting && !this.#closed) {
+      const entry = this.lastFirstAttempt();
+      if (entry === undefined) return; // only retries wait, and they are never shed
+      this.remove(entry);
+      entry.full?.();
     }
   }
 
