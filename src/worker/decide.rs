@@ -271,13 +271,12 @@ fn reservable_in(bucket: &TokenBucket, tokens: i64, max_wait: i64, now: i64) -> 
     if !ever_reservable(bucket, tokens, max_wait) {
         return Ok(INFINITY_DURATION);
     }
-    let grants_at = |at: i64| matches!(bucket.clone().reserve(tokens, max_wait, at), Ok(Some(_)));
     let first_from = |at: i64| -> Result<i64, ApiError> {
         Ok(at.saturating_add(overall_wait(bucket, tokens, at)?.saturating_sub(max_wait).max(0)))
     };
     let full = now.saturating_add(bucket.diagnostics(now).nanos_to_full_refill);
     for moment in [first_from(now)?, first_from(full)?] {
-        if moment < INFINITY_DURATION && grants_at(moment) {
+        if moment < INFINITY_DURATION && granted_at(bucket, tokens, max_wait, moment) {
             return Ok(moment - now);
         }
     }
@@ -288,7 +287,11 @@ fn reservable_in(bucket: &TokenBucket, tokens: i64, max_wait: i64, now: i64) -> 
 /// seconds, at least every `t`); without one there is nothing to check.
 fn retry_after_grants(bucket: &TokenBucket, tokens: i64, max_wait: i64, outcome: &Outcome, now: i64) -> bool {
     let Some(seconds) = super::headers::retry_after(outcome) else { return true };
-    let at = now.saturating_add(seconds.saturating_mul(NANOS_PER_SECOND as i64));
+    granted_at(bucket, tokens, max_wait, now.saturating_add(seconds.saturating_mul(NANOS_PER_SECOND as i64)))
+}
+
+/// Whether the reservation would be granted at `at`, asked of a copy of the bucket.
+fn granted_at(bucket: &TokenBucket, tokens: i64, max_wait: i64, at: i64) -> bool {
     matches!(bucket.clone().reserve(tokens, max_wait, at), Ok(Some(_)))
 }
 
@@ -354,6 +357,14 @@ mod tests {
                   {{"id": "burst", "capacity": {capacity}, "refill": {{"kind": "greedy", "tokens": 10, "period": "1s"}}}},
                   {{"capacity": 100, "refill": {{"kind": "intervally", "tokens": 100, "period": "1h"}}}}]}},
                 "other": {{"bandwidths": [{{"capacity": 1, "refill": {{"kind": "greedy", "tokens": 1, "period": "1s"}}}}]}}}}"#
+        ))
+        .unwrap()
+    }
+
+    /// A policy `p` of one bandwidth: capacity 10, refilling 10 per `period` by `kind`.
+    fn single(kind: &str, period: &str) -> Policies {
+        Policies::parse(&format!(
+            r#"{{"p": {{"bandwidths": [{{"capacity": 10, "refill": {{"kind": "{kind}", "tokens": 10, "period": "{period}"}}}}]}}}}"#
         ))
         .unwrap()
     }
@@ -488,10 +499,7 @@ mod tests {
         let greedy = [(10, 5, 300 * MS), (4, 15, 600 * MS), (10, 25, 1_500 * MS)];
         let intervally = [(10, 5, 300 * MS), (1, 15, 500 * MS), (1, 25, 1_500 * MS)];
         for (kind, cases) in [("greedy", greedy), ("intervally", intervally)] {
-            let json = format!(
-                r#"{{"p": {{"bandwidths": [{{"capacity": 10, "refill": {{"kind": "{kind}", "tokens": 10, "period": "1s"}}}}]}}}}"#
-            );
-            let p = Policies::parse(&json).unwrap();
+            let p = single(kind, "1s");
             for (spent, tokens, max_wait) in cases {
                 let mut held = None;
                 let consume = Command::Consume { policy: "p".into(), tokens: spent, mode: Mode::Try };
@@ -511,30 +519,26 @@ mod tests {
 
     #[test]
     fn a_retry_after_that_whole_seconds_would_aim_past_the_window_is_left_out() {
-        let json = r#"{"p": {"bandwidths": [{"capacity": 10, "refill": {"kind": "intervally", "tokens": 10, "period": "2s"}}]},
-                       "g": {"bandwidths": [{"capacity": 10, "refill": {"kind": "greedy", "tokens": 10, "period": "2s"}}]}}"#;
-        let p = Policies::parse(json).unwrap();
         // Intervally, 15 beyond capacity is granted only in the 300 ms before each refill; greedy
         // refill goes on, and any moment after the first grants.
-        for (policy, spent, tokens, misses) in [("p", 1, 25, true), ("g", 10, 20, false)] {
+        for (kind, spent, tokens, misses) in [("intervally", 1, 25, true), ("greedy", 10, 20, false)] {
+            let p = single(kind, "2s");
             let mut held = None;
-            apply(&mut held, &Command::Consume { policy: policy.into(), tokens: spent, mode: Mode::Try }, &p, T0)
-                .unwrap();
-            let reserve = Command::Reserve { policy: policy.into(), tokens, max_wait_nanos: 2_300 * MS };
+            apply(&mut held, &Command::Consume { policy: "p".into(), tokens: spent, mode: Mode::Try }, &p, T0).unwrap();
+            let reserve = Command::Reserve { policy: "p".into(), tokens, max_wait_nanos: 2_300 * MS };
             let at = T0 + 100 * MS;
             let refused = apply(&mut held.clone(), &reserve, &p, at).unwrap().outcome;
             assert!(!refused.allowed);
-            assert_eq!(refused.no_retry_after, misses, "{policy}");
-            assert_eq!(super::super::headers::retry_after(&refused).is_none(), misses, "{policy}");
+            assert_eq!(refused.no_retry_after, misses, "{kind}");
+            assert_eq!(super::super::headers::retry_after(&refused).is_none(), misses, "{kind}");
             let retried = apply(&mut held.clone(), &reserve, &p, at + refused.wait_nanos).unwrap().outcome;
-            assert!(retried.allowed, "{policy}: the wait itself is exact");
+            assert!(retried.allowed, "{kind}: the wait itself is exact");
         }
     }
 
     #[test]
     fn a_refused_reservation_on_a_new_key_keeps_the_bucket_its_time_is_for() {
-        let json = r#"{"p": {"bandwidths": [{"capacity": 10, "refill": {"kind": "intervally", "tokens": 10, "period": "1s"}}]}}"#;
-        let p = Policies::parse(json).unwrap();
+        let p = single("intervally", "1s");
         let reserve = Command::Reserve { policy: "p".into(), tokens: 15, max_wait_nanos: 500 * MS };
         let mut held = None;
         let refused = apply(&mut held, &reserve, &p, T0).unwrap();
@@ -547,10 +551,7 @@ mod tests {
     fn ever_reservable_agrees_with_the_core_at_the_most_favourable_moment() {
         const SEC: i64 = 1_000 * MS;
         for kind in ["greedy", "intervally"] {
-            let json = format!(
-                r#"{{"p": {{"bandwidths": [{{"capacity": 10, "refill": {{"kind": "{kind}", "tokens": 10, "period": "1s"}}}}]}}}}"#
-            );
-            let policy = Policies::parse(&json).unwrap().get("p").unwrap().clone();
+            let policy = single(kind, "1s").get("p").unwrap().clone();
             let full = Held::new(&policy, T0).bucket;
             // Intervally, the best moment is 1 ns before a refill; greedy refill has none.
             let best = T0 + SEC - 1;
