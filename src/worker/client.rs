@@ -1,20 +1,13 @@
-//! The front worker's side of a bucket: sends a command to the key's Durable Object and, when the
-//! object cannot decide, applies the policy's failure mode.
+//! The front worker's side of a bucket: what the key's Durable Object answered to a command
+//! (`entry.js` makes the call), and the policy's failure mode when the object cannot decide.
 
 use std::cell::RefCell;
-
-use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsCast, JsValue};
-use worker::wasm_bindgen_futures::JsFuture;
-use worker::{js_sys, Env};
 
 use super::decide;
 use super::errors::ApiError;
 use super::failure::{FailureMode, LocalBuckets};
 use super::protocol::{Command, Outcome};
 use super::settings::Settings;
-
-/// The Durable Object binding's name in `wrangler.toml`.
-pub const BINDING: &str = "BUCKETS";
 
 thread_local! {
     static LOCAL: RefCell<LocalBuckets> = RefCell::new(LocalBuckets::default());
@@ -31,51 +24,28 @@ pub struct Verdict {
     pub failure: Option<String>,
 }
 
-/// Decides `command` for `key`: by its Durable Object, else by the policy's failure mode.
-pub async fn decide(env: &Env, settings: &Settings, key: &str, command: &Command) -> Verdict {
-    if let Err(error) = decide::check(command, &settings.policies) {
-        return Verdict { result: Err(error), fallback: None, failure: None };
-    }
-    match send(env, key, command).await {
+/// The object's answer to a command, as `entry.js` received it over RPC (`decide`): its status
+/// and body, or why the call failed.
+pub type Reply = Result<(u16, String), String>;
+
+/// Why no bucket could take `command` (an unknown policy, tokens beyond every capacity), if so:
+/// it is answered without asking the object.
+pub fn refusal(settings: &Settings, command: &Command) -> Option<ApiError> {
+    decide::check(command, &settings.policies).err()
+}
+
+/// The verdict on `command` for `key` from the object's `reply`, or the policy's failure mode
+/// when the object could not decide.
+pub fn verdict(settings: &Settings, key: &str, command: &Command, reply: Reply) -> Verdict {
+    match reply {
         Ok((200, body)) => Verdict { result: parse_outcome(&body), fallback: None, failure: None },
         Ok((status, body)) if (400..500).contains(&status) => {
             let error = ApiError::from_problem(status, &body).unwrap_or_else(|| ApiError::internal(body));
             Verdict { result: Err(error), fallback: None, failure: None }
         }
         Ok((status, body)) => fall_back(settings, key, command, format!("the bucket answered {status}: {body}")),
-        Err(error) => fall_back(settings, key, command, error.to_string()),
+        Err(error) => fall_back(settings, key, command, error),
     }
-}
-
-/// Sends `command` to the object of `key` over RPC (its `decide` method); returns its status and
-/// body.
-///
-/// RPC rather than `fetch`: no request, response, headers or body streams per decision. In
-/// local workerd a minimal worker doing one SQL write per call reached about 40 % more calls/s
-/// this way (docs/worker.md, "Speed").
-///
-/// # Errors
-/// When the binding is missing or the object cannot be reached.
-pub async fn send(env: &Env, key: &str, command: &Command) -> worker::Result<(u16, String)> {
-    let stub: BucketStub = env.durable_object(BINDING)?.id_from_name(key)?.get_stub()?.into_rpc();
-    let body = serde_json::to_string(command).map_err(|e| worker::Error::RustError(e.to_string()))?;
-    let answer = JsFuture::from(stub.decide(&body)?).await?;
-    let answer: js_sys::Array = answer.dyn_into()?;
-    let status = answer.get(0).as_f64().and_then(|s| u16::try_from(s as i64).ok());
-    match (status, answer.get(1).as_string()) {
-        (Some(status), Some(body)) => Ok((status, body)),
-        _ => Err(worker::Error::RustError("the bucket answered neither a status nor a body".into())),
-    }
-}
-
-#[wasm_bindgen]
-extern "C" {
-    /// A stub of [`BucketObject`](super::BucketObject), with its RPC method.
-    type BucketStub;
-
-    /// Resolves to `[status, body]`.
-    #[wasm_bindgen(method, catch)]
-    fn decide(this: &BucketStub, command: &str) -> Result<js_sys::Promise, JsValue>;
 }
 
 fn parse_outcome(body: &str) -> Result<Outcome, ApiError> {

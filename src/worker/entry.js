@@ -1,13 +1,143 @@
 // The worker's entry module, copied next to worker-build's output (build/index.js) by
 // scripts/worker-build.sh; wrangler.toml's `main`.
 //
+// Rust decides everything; this module does the IO between its decisions. An `Exchange`
+// (src/worker/exchange.rs) says what it needs next, as an array:
+//   ["read", limit]           the request body, at most `limit` bytes
+//   ["ask", key, command]     the answer of the key's Durable Object to `command` (JSON)
+//   ["forward", request]      the origin's answer to `request`
+//   ["respond", response, drain]
+// Awaiting here instead of in Rust saves wasm-bindgen's future machinery on every await, about a
+// third of the worker's CPU per decision (docs/worker.md, "Speed").
+//
 // worker-build exports the Durable Object as a plain class, and the runtime makes RPC calls only
-// on classes that extend `DurableObject`. So the object is wrapped here, and the front worker
-// calls `decide` over RPC instead of `fetch` (docs/worker.md, "Speed"). All logic stays in Rust.
+// on classes that extend `DurableObject`. So the object is wrapped here too.
 import { DurableObject } from 'cloudflare:workers';
-import worker, { BucketObject as WasmBucketObject } from './index.js';
+import { BucketObject as WasmBucketObject, Exchange } from './index.js';
 
-export default worker;
+/** The Durable Object binding in wrangler.toml. */
+const BINDING = 'BUCKETS';
+
+/** Bytes of an unwanted body read and dropped before answering. workerd closes the connection
+ * after an answer that left the body unread, and a socket closed with unread data is reset, which
+ * can destroy the answer on its way to an HTTP/1.1 client. Larger bodies are cut off. */
+const DRAIN_BYTES = 64 * 1024;
+
+export default {
+  async fetch(request, env) {
+    // Not freed by hand: worker-build hands out a Proxy of the object, and `free()` through it
+    // would leave the finalizer registered to free the same memory again. The runtime's
+    // finalizer frees it.
+    const exchange = new Exchange(request, env);
+    let step = exchange.start();
+    for (;;) {
+      switch (step[0]) {
+        case 'read':
+          step = await read(exchange, request, step[1]);
+          break;
+        case 'ask':
+          step = await ask(exchange, env, step[1], step[2]);
+          break;
+        case 'forward':
+          step = await forward(exchange, step[1]);
+          break;
+        default: // 'respond'
+          if (step[2]) await drain(request);
+          return step[1];
+      }
+    }
+  },
+};
+
+/** Reads the body for `exchange`, refusing it past `limit` bytes. */
+async function read(exchange, request, limit) {
+  let bytes;
+  try {
+    bytes = await bytesUpTo(request, limit);
+  } catch (error) {
+    return exchange.body(undefined, describe(error));
+  }
+  return exchange.body(bytes, undefined);
+}
+
+/** Asks the Durable Object of `key` to decide `command` over RPC. */
+async function ask(exchange, env, key, command) {
+  let answer;
+  const namespace = env[BINDING];
+  if (!namespace) return exchange.unreachable(`no Durable Object binding named ${BINDING}`);
+  try {
+    answer = await namespace.get(namespace.idFromName(key)).decide(command);
+  } catch (error) {
+    return exchange.unreachable(describe(error));
+  }
+  const [status, body] = Array.isArray(answer) ? answer : [];
+  if (!Number.isInteger(status) || typeof body !== 'string') {
+    return exchange.unreachable('the bucket answered neither a status nor a body');
+  }
+  return exchange.reply(status, body);
+}
+
+/** Sends an admitted gateway request to the origin. */
+async function forward(exchange, upstream) {
+  let response;
+  try {
+    response = await fetch(upstream);
+  } catch (error) {
+    return exchange.originFailed(describe(error));
+  }
+  return exchange.upstream(response);
+}
+
+/** The body, or undefined once it passes `limit` bytes: a body of unannounced length (chunked)
+ * is refused without being held in memory whole. Past the limit, up to DRAIN_BYTES more are read
+ * and dropped before the rest is cancelled. */
+async function bytesUpTo(request, limit) {
+  if (!request.body) return new Uint8Array(0);
+  const declared = Number(request.headers.get('Content-Length') ?? NaN);
+  if (declared <= limit) return new Uint8Array(await request.arrayBuffer()); // framed by its length
+  const reader = request.body.getReader();
+  const chunks = [];
+  let read = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return read <= limit ? join(chunks, read) : undefined;
+    read += value.byteLength;
+    if (read <= limit) {
+      chunks.push(value);
+    } else if (read - limit > DRAIN_BYTES) {
+      reader.cancel().catch(() => {}); // the rest is not wanted
+      return undefined;
+    } else {
+      chunks.length = 0;
+    }
+  }
+}
+
+/** Reads and drops a body nobody needs (up to DRAIN_BYTES) before an answer; see DRAIN_BYTES. */
+async function drain(request) {
+  // A body announced larger would be cut off anyway: not worth reading any of it.
+  if (Number(request.headers.get('Content-Length')) > DRAIN_BYTES) return;
+  if (!request.body || request.bodyUsed || request.body.locked) return;
+  try {
+    await bytesUpTo(request, 0);
+  } catch {
+    // The answer goes out regardless.
+  }
+}
+
+function join(chunks, length) {
+  const bytes = new Uint8Array(length);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return bytes;
+}
+
+function describe(error) {
+  return error instanceof Error ? error.message : String(error);
+}
 
 export class BucketObject extends DurableObject {
   #bucket;

@@ -4,9 +4,9 @@
 //! and the origin's answer gets the rate-limit headers; a rejected one gets 429
 //! `application/problem+json` (`quota-exceeded`, `violated-policies`) with `Retry-After`.
 
-use worker::{web_sys, Env, Fetch, Response};
+use worker::{web_sys, Response};
 
-use super::client;
+use super::client::{self, Reply, Verdict};
 use super::cors;
 use super::errors::{self, ApiError};
 use super::headers::{self, Context};
@@ -17,65 +17,78 @@ use super::respond;
 use super::routes::{self, Method};
 use super::settings::Settings;
 
-/// Answers a request outside the service API: the origin's answer, or the gateway's own (with
-/// the CORS headers `CORS_ORIGINS` allows).
-///
-/// # Errors
-/// Only if the runtime fails to build a response.
-pub async fn handle(req: &Incoming, env: &Env, settings: &Settings, started: f64) -> worker::Result<Response> {
-    let own = match admit(req, env, settings, started).await {
-        Admission::Forward(headers, keyed) => match forward(req, settings, &headers, keyed).await {
-            Ok(response) => return Ok(response),
-            Err(error) => respond::counted_problem(&error),
-        },
-        Admission::Refuse(response) => {
-            req.drain().await; // a refused upload is read (within bounds), not reset
-            response
-        }
-    };
-    respond::add(own?, &settings.cors_origins.headers(|| req.header("Origin")))
+/// What the gateway needs next for a request.
+#[derive(Debug)]
+pub enum Step {
+    /// The bucket's answer to this consume.
+    Ask(Pending),
+    /// The origin's answer to this request, to which the headers are added.
+    Forward(web_sys::Request, Vec<(&'static str, String)>),
+    /// Nothing: this is the gateway's own answer (with the CORS headers `CORS_ORIGINS` allows).
+    Answer(worker::Result<Response>),
 }
 
-/// What the gateway does with a request.
-enum Admission<'s> {
-    /// Send it to the origin and add these headers to the answer; the header the bucket was keyed
-    /// on, if any.
-    Forward(Vec<(&'static str, String)>, Option<&'s str>),
-    /// Answer it without the origin.
-    Refuse(worker::Result<Response>),
+/// A routed request waiting for its bucket's answer.
+#[derive(Debug)]
+pub struct Pending {
+    /// The route's pattern, for the log.
+    pattern: String,
+    /// The header the bucket is keyed on, if any.
+    keyed: Option<String>,
+    /// The bucket key.
+    pub key: String,
+    /// The consume the route asks for.
+    pub command: Command,
 }
 
-/// Decides a request by its route; one no route limits (a CORS preflight among them, unless a
-/// route lists `OPTIONS`) is forwarded as it is.
-async fn admit<'s>(req: &Incoming, env: &Env, settings: &'s Settings, started: f64) -> Admission<'s> {
+/// The first step for a request outside the service API: one no route limits (a CORS preflight
+/// among them, unless a route lists `OPTIONS`) is forwarded as it is.
+pub fn start(req: &Incoming, settings: &Settings, started: f64) -> Step {
     let method = req.method();
     let parts = match routes::segments(req.path()) {
         Ok(parts) => parts,
-        Err(error) => return Admission::Refuse(respond::counted_problem(&error)),
+        Err(error) => return own(req, settings, respond::counted_problem(&error)),
     };
     let matching = if cors::is_preflight(req, &method) { Method::Preflight } else { Method::Plain(&method) };
     let Some((route, captures)) = routes::find(&settings.routes, matching, &parts) else {
         if settings.routes.is_empty() {
-            return Admission::Refuse(respond::problem(&ApiError::not_found(req.path())));
+            return own(req, settings, respond::problem(&ApiError::not_found(req.path())));
         }
-        return Admission::Forward(Vec::new(), None);
+        return forward(req, settings, Vec::new(), None);
     };
     let key = match routes::bucket_key(route, &captures, |name| req.header(name)) {
         Ok(key) => key,
-        Err(error) => return Admission::Refuse(respond::counted_problem(&error)),
+        Err(error) => return own(req, settings, respond::counted_problem(&error)),
     };
     let command = Command::Consume { policy: route.policy.clone(), tokens: route.cost, mode: Mode::Try };
-    let verdict = client::decide(env, settings, &key, &command).await;
-    let mut line = DecisionLine::new(&key, &command, client::js_millis() as f64 - started);
-    line.route = Some(&route.pattern);
+    let pending =
+        Pending { pattern: route.pattern.clone(), keyed: route.key.header().map(str::to_owned), key, command };
+    match client::refusal(settings, &pending.command) {
+        None => Step::Ask(pending),
+        Some(error) => {
+            let verdict = Verdict { result: Err(error), fallback: None, failure: None };
+            admit(req, settings, &pending, verdict, started)
+        }
+    }
+}
+
+/// The step once the bucket replied: forward an admitted request, refuse a rejected one.
+pub fn with_reply(req: &Incoming, settings: &Settings, pending: &Pending, reply: Reply, started: f64) -> Step {
+    let verdict = client::verdict(settings, &pending.key, &pending.command, reply);
+    admit(req, settings, pending, verdict, started)
+}
+
+fn admit(req: &Incoming, settings: &Settings, pending: &Pending, verdict: Verdict, started: f64) -> Step {
+    let mut line = DecisionLine::new(&pending.key, &pending.command, client::js_millis() as f64 - started);
+    line.route = Some(&pending.pattern);
     let outcome = match &verdict.result {
         Ok(outcome) => outcome,
         Err(error) => {
             line.emit(verdict.fallback, Some(error), verdict.failure.as_deref(), settings.log_decisions);
-            return Admission::Refuse(respond::decision_problem(error, verdict.fallback));
+            return own(req, settings, respond::decision_problem(error, verdict.fallback));
         }
     };
-    let policy = settings.policies.get(&route.policy);
+    let policy = pending.command.policy().and_then(|name| settings.policies.get(name));
     let shadow_rejected = !outcome.allowed && policy.is_some_and(|p| p.shadow);
     line.outcome(outcome, shadow_rejected).emit(
         verdict.fallback,
@@ -91,43 +104,73 @@ async fn admit<'s>(req: &Incoming, env: &Env, settings: &'s Settings, started: f
     };
     let headers = headers::for_outcome(outcome, context);
     if outcome.allowed || shadow_rejected {
-        return Admission::Forward(headers, route.key.header());
+        return forward(req, settings, headers, pending.keyed.as_deref());
     }
     let problem = errors::quota_exceeded(outcome);
-    Admission::Refuse(respond::problem_with(429, problem.to_string(), &headers))
+    own(req, settings, respond::problem_with(429, problem.to_string(), &headers))
 }
 
-/// Sends `req` to the origin and returns its answer with `extra` headers added.
-///
-/// # Errors
-/// 502 `ORIGIN_UNREACHABLE` when the origin does not answer, `ORIGIN_INVALID_STATUS` when its
-/// status is one a response cannot carry; 500 when the runtime fails.
-async fn forward(
-    req: &Incoming,
-    settings: &Settings,
-    extra: &[(&str, String)],
-    keyed: Option<&str>,
-) -> Result<Response, ApiError> {
+/// The gateway's own answer, with the CORS headers for the request's `Origin`.
+fn own(req: &Incoming, settings: &Settings, response: worker::Result<Response>) -> Step {
+    Step::Answer(response.and_then(|r| respond::add(r, &settings.cors_origins.headers(|| req.header("Origin")))))
+}
+
+/// `req` aimed at the origin, the bucket's `headers` to add to the answer.
+fn forward(req: &Incoming, settings: &Settings, headers: Vec<(&'static str, String)>, keyed: Option<&str>) -> Step {
     let origin = settings.origin.as_deref().unwrap_or_default();
     let target = format!("{origin}{}{}", req.path(), req.query().map(|q| format!("?{q}")).unwrap_or_default());
-    let internal = |error: worker::Error| ApiError::internal(error.to_string());
-    let upstream = upstream_request(req.raw(), &target, keyed).map_err(internal)?;
-    let response = Fetch::Request(upstream.into())
-        .send()
-        .await
-        .map_err(|error| ApiError::new(502, "ORIGIN_UNREACHABLE", format!("the origin did not answer: {error}")))?;
-    let status = response.status_code();
+    match upstream_request(req.raw(), &target, keyed) {
+        Ok(upstream) => Step::Forward(upstream, headers),
+        Err(error) => own(req, settings, respond::counted_problem(&ApiError::internal(error.to_string()))),
+    }
+}
+
+/// 502 `ORIGIN_UNREACHABLE`: the origin did not answer.
+pub fn unreachable(req: &Incoming, settings: &Settings, error: &str) -> worker::Result<Response> {
+    let error = ApiError::new(502, "ORIGIN_UNREACHABLE", format!("the origin did not answer: {error}"));
+    answer_of(own(req, settings, respond::counted_problem(&error)))
+}
+
+/// The origin's `response` with the bucket's `extra` headers; a status a response cannot carry
+/// is 502 `ORIGIN_INVALID_STATUS`.
+pub fn with_response(
+    req: &Incoming,
+    settings: &Settings,
+    response: web_sys::Response,
+    extra: &[(&str, String)],
+) -> worker::Result<web_sys::Response> {
+    match decorated(response, extra) {
+        Ok(response) => Ok(response),
+        Err(error) => answer_of(own(req, settings, respond::counted_problem(&error))).map(Into::into),
+    }
+}
+
+fn answer_of(step: Step) -> worker::Result<Response> {
+    match step {
+        Step::Answer(response) => response,
+        _ => unreachable!("own() answers"),
+    }
+}
+
+/// The origin's answer with `extra` headers added.
+///
+/// # Errors
+/// 502 `ORIGIN_INVALID_STATUS` when its status is one a response cannot carry; 500 when the
+/// runtime fails.
+fn decorated(response: web_sys::Response, extra: &[(&str, String)]) -> Result<web_sys::Response, ApiError> {
+    let status = response.status();
     if status == 101 {
         // A WebSocket upgrade: a 101 cannot be rebuilt (the Response constructor refuses it) and
         // carries the socket, so it goes back as the origin sent it, without rate-limit headers.
         return Ok(response);
     }
     if !(200..=599).contains(&status) {
-        // The Response constructor refuses these (workers-rs would panic on it).
+        // The Response constructor refuses these.
         let detail = format!("the origin answered status {status}, which HTTP responses cannot carry");
         return Err(ApiError::new(502, "ORIGIN_INVALID_STATUS", detail));
     }
-    let headers = respond::mutable_copy(response.headers()).map_err(internal)?;
+    let internal = |error: worker::Error| ApiError::internal(error.to_string());
+    let headers = respond::mutable_copy(&worker::Headers(response.headers())).map_err(internal)?;
     for (name, value) in extra {
         let value = match *name {
             "Access-Control-Expose-Headers" => merged_list(headers.get(name).ok().flatten(), value),
@@ -135,8 +178,8 @@ async fn forward(
         };
         headers.set(name, &value).map_err(internal)?;
     }
-    let (_, body) = response.into_parts();
-    Ok(Response::builder().with_status(status).with_headers(headers).body(body))
+    let response = Response::from(response).with_headers(headers);
+    Ok(response.into())
 }
 
 /// The origin's comma-separated list with ours added, each name once (compared without case).

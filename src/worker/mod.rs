@@ -6,6 +6,8 @@
 //! One concept per module:
 //! - configuration: [`policy`](crate::worker::policy), [`routes`](crate::worker::routes), held
 //!   per isolate by [`settings`](crate::worker::settings);
+//! - the request's way through: [`exchange`](crate::worker::exchange), with `entry.js` doing
+//!   the IO;
 //! - serving: [`api`](crate::worker::api) (endpoints and bodies) and
 //!   [`service`](crate::worker::service) for `/v1`, [`gateway`](crate::worker::gateway) for the rest,
 //!   with its [`cors`](crate::worker::cors);
@@ -27,6 +29,7 @@ pub mod decide;
 #[allow(missing_docs)] // the #[durable_object] expansion adds undocumented public glue
 pub mod durable_object;
 pub mod errors;
+pub mod exchange;
 pub mod failure;
 pub mod gateway;
 pub mod headers;
@@ -41,25 +44,5 @@ pub mod routes;
 pub mod service;
 pub mod settings;
 
-use worker::{event, web_sys, Context, Env, Response};
-
 pub use durable_object::BucketObject;
-
-/// The worker's entry point: `/v1` is the service API, everything else the gateway.
-#[event(fetch)]
-pub async fn fetch(req: web_sys::Request, env: Env, _ctx: Context) -> worker::Result<Response> {
-    let started = client::js_millis() as f64;
-    let settings = match settings::load(&env) {
-        Ok(settings) => settings,
-        Err(error) => return respond::problem(&error),
-    };
-    let req = incoming::Incoming::new(req);
-    match api::endpoint(&req.method(), req.path()) {
-        Ok(Some(endpoint)) => service::handle(endpoint, &req, &env, &settings, started).await,
-        Ok(None) => gateway::handle(&req, &env, &settings, started).await,
-        Err(error) => {
-            req.drain().await;
-            respond::counted_problem(&error)
-        }
-    }
-}
+pub use exchange::Exchange;

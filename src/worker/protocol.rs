@@ -67,6 +67,11 @@ impl Command {
         }
     }
 
+    /// A decision (consume or reserve): answered with rate-limit headers and logged.
+    pub fn is_decision(&self) -> bool {
+        matches!(self, Command::Consume { .. } | Command::Reserve { .. })
+    }
+
     /// An estimate: a consume that only says whether it would be allowed.
     pub fn is_estimate(&self) -> bool {
         matches!(self, Command::Consume { mode: Mode::Estimate, .. })

@@ -16,6 +16,11 @@ pub fn json_text(status: u16, body: String) -> worker::Result<Response> {
     with_type(Response::ok(body)?.with_status(status), "application/json")
 }
 
+/// The bare 500 for a response the runtime refused to build (nothing better can be built then).
+pub fn runtime_failure(error: &worker::Error) -> Response {
+    Response::error(error.to_string(), 500).expect("500 is an error status")
+}
+
 /// A JSON response with `status`, `body` and extra `headers`.
 ///
 /// # Errors

@@ -2,10 +2,10 @@
 //! headers. Rejections are 429 with the draft's `quota-exceeded` problem document extended with
 //! the decision; estimates are always 200.
 
-use worker::{Env, Response};
+use worker::Response;
 
 use super::api::{self, DecisionBody, Endpoint, MAX_BODY_BYTES};
-use super::client::{self, Verdict};
+use super::client::{self, Reply, Verdict};
 use super::errors::{self, ApiError};
 use super::headers::{self, Context};
 use super::incoming::Incoming;
@@ -16,59 +16,89 @@ use super::protocol::{Command, Deleted, Outcome};
 use super::respond;
 use super::settings::Settings;
 
-/// Answers `endpoint`; `started` is the request's arrival (epoch ms) for the latency metric.
-///
-/// # Errors
-/// Only if the runtime fails to build a response.
-pub async fn handle(
-    endpoint: Endpoint,
-    req: &Incoming,
-    env: &Env,
-    settings: &Settings,
-    started: f64,
-) -> worker::Result<Response> {
-    match serve(&endpoint, req, env, settings, started).await {
-        Ok(response) => Ok(response),
-        Err(error) => {
-            req.drain().await; // a refusal before the body was read (auth, bad path)
-            respond::counted_problem(&error)
-        }
-    }
+/// What serving an endpoint needs next.
+#[derive(Debug)]
+pub enum Step {
+    /// The request body, at most [`MAX_BODY_BYTES`].
+    Body,
+    /// The bucket's answer to this command.
+    Ask(Command),
+    /// Nothing: this is the answer.
+    Answer(worker::Result<Response>),
 }
 
-async fn serve(
+/// The first step of `endpoint`: authorize, then read the body, ask the bucket, or answer.
+/// `started` is the request's arrival (epoch ms), for the latency metric.
+pub fn start(endpoint: &Endpoint, req: &Incoming, settings: &Settings, started: f64) -> Step {
+    let step = settings.secrets.check(endpoint.role(), req.header("Authorization").as_deref()).and_then(|()| {
+        match endpoint {
+            Endpoint::Policies => Ok(Step::Answer(policies(settings))),
+            Endpoint::Metrics => Ok(Step::Answer(metrics_text())),
+            Endpoint::Consume(_) | Endpoint::Reserve(_) | Endpoint::Replace(_) => {
+                if req.declared_length().is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+                    return Err(too_large()); // refused before reading any of it
+                }
+                Ok(Step::Body)
+            }
+            Endpoint::Inspect(_) | Endpoint::Reset(_) | Endpoint::Delete(_) => {
+                ask(endpoint, api::command(endpoint, b"")?, settings, started)
+            }
+        }
+    });
+    step.unwrap_or_else(|error| Step::Answer(respond::counted_problem(&error)))
+}
+
+/// The step once the body was read: `None` when it passed [`MAX_BODY_BYTES`], `Err` when it
+/// could not be read.
+pub fn with_body(
     endpoint: &Endpoint,
-    req: &Incoming,
-    env: &Env,
+    body: Result<Option<Vec<u8>>, String>,
     settings: &Settings,
     started: f64,
-) -> Result<Response, ApiError> {
-    settings.secrets.check(endpoint.role(), req.header("Authorization").as_deref())?;
-    let (key, command) = match endpoint {
-        Endpoint::Policies => return policies(settings).map_err(runtime),
-        Endpoint::Metrics => return metrics_text().map_err(runtime),
-        Endpoint::Consume(key) | Endpoint::Reserve(key) | Endpoint::Replace(key) => {
-            (key, api::command(endpoint, &read_body(req).await?)?)
-        }
-        Endpoint::Inspect(key) | Endpoint::Reset(key) | Endpoint::Delete(key) => (key, api::command(endpoint, b"")?),
-    };
+) -> Step {
+    let step = body
+        .map_err(|e| ApiError::bad_request("INVALID_BODY", e))
+        .and_then(|body| body.ok_or_else(too_large))
+        .and_then(|body| api::command(endpoint, &body))
+        .and_then(|command| ask(endpoint, command, settings, started));
+    step.unwrap_or_else(|error| Step::Answer(respond::counted_problem(&error)))
+}
+
+/// Asks the bucket about `command`, unless no bucket could take it (an unknown policy, tokens
+/// beyond every capacity). A consume or reserve refused so is answered and logged as a decision.
+fn ask(endpoint: &Endpoint, command: Command, settings: &Settings, started: f64) -> Result<Step, ApiError> {
     if let Command::Replace { policy, .. } = &command {
-        check_gateway_policy(key, policy)?;
+        check_gateway_policy(key_of(endpoint), policy)?;
     }
-    match command {
-        Command::Delete => delete(env, key).await,
-        Command::Consume { .. } | Command::Reserve { .. } => Ok(decision(env, settings, key, &command, started).await),
-        _ => {
-            let outcome = client::decide(env, settings, key, &command).await.result?;
-            respond::json(200, &DecisionBody::new(key, &outcome), &[]).map_err(runtime)
+    match client::refusal(settings, &command) {
+        None => Ok(Step::Ask(command)),
+        Some(error) if command.is_decision() => {
+            let verdict = Verdict { result: Err(error), fallback: None, failure: None };
+            Ok(Step::Answer(Ok(decision(verdict, settings, key_of(endpoint), &command, started))))
         }
+        Some(error) => Err(error),
     }
 }
 
-/// Consume or reserve: decide, log, count, answer with headers. Errors are answered here too,
-/// so that each request is logged once with its verdict or error.
-async fn decision(env: &Env, settings: &Settings, key: &str, command: &Command, started: f64) -> Response {
-    let verdict = client::decide(env, settings, key, command).await;
+/// The answer once the bucket replied to `command`.
+pub fn with_reply(endpoint: &Endpoint, command: &Command, reply: Reply, settings: &Settings, started: f64) -> Response {
+    let key = key_of(endpoint);
+    let response = match command {
+        Command::Delete => deleted(reply).or_else(|error| respond::counted_problem(&error)),
+        _ if command.is_decision() => {
+            Ok(decision(client::verdict(settings, key, command, reply), settings, key, command, started))
+        }
+        _ => match client::verdict(settings, key, command, reply).result {
+            Ok(outcome) => respond::json(200, &DecisionBody::new(key, &outcome), &[]),
+            Err(error) => respond::counted_problem(&error),
+        },
+    };
+    response.unwrap_or_else(|e| respond::runtime_failure(&e))
+}
+
+/// Consume or reserve: log, count, answer with headers. Errors are answered here too, so that
+/// each request is logged once with its verdict or error.
+fn decision(verdict: Verdict, settings: &Settings, key: &str, command: &Command, started: f64) -> Response {
     let line = DecisionLine::new(key, command, client::js_millis() as f64 - started);
     let policy = command.policy().and_then(|name| settings.policies.get(name));
     let response = match &verdict.result {
@@ -93,7 +123,7 @@ async fn decision(env: &Env, settings: &Settings, key: &str, command: &Command, 
             respond::decision_problem(error, verdict.fallback)
         }
     };
-    response.unwrap_or_else(|e| Response::error(e.to_string(), 500).expect("500 is an error status"))
+    response.unwrap_or_else(|e| respond::runtime_failure(&e))
 }
 
 fn answer(
@@ -123,10 +153,10 @@ fn answer(
     respond::problem_with(429, problem.to_string(), &headers)
 }
 
-async fn delete(env: &Env, key: &str) -> Result<Response, ApiError> {
+fn deleted(reply: Reply) -> Result<Response, ApiError> {
     let unavailable =
         |e: String| ApiError::new(503, "RATE_LIMITER_UNAVAILABLE", format!("the bucket could not be deleted: {e}"));
-    let (status, body) = client::send(env, key, &Command::Delete).await.map_err(|e| unavailable(e.to_string()))?;
+    let (status, body) = reply.map_err(unavailable)?;
     if status != 200 {
         return Err(unavailable(body));
     }
@@ -156,16 +186,24 @@ fn metrics_text() -> worker::Result<Response> {
     Ok(response)
 }
 
-/// The body, refused above [`MAX_BODY_BYTES`]: by `Content-Length` before reading anything, and
-/// by counting chunks as they arrive (a chunked body declares no length), so an oversized body is
-/// never held in memory whole.
-async fn read_body(req: &Incoming) -> Result<Vec<u8>, ApiError> {
-    let too_large = || ApiError::new(413, "BODY_TOO_LARGE", format!("the body is limited to {MAX_BODY_BYTES} bytes"));
-    if req.declared_length().is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-        return Err(too_large());
+/// 413: the body passed [`MAX_BODY_BYTES`], by `Content-Length` before anything was read, or
+/// by counting the bytes as they arrived (a chunked body declares no length), so an oversized
+/// body is never held in memory whole.
+fn too_large() -> ApiError {
+    ApiError::new(413, "BODY_TOO_LARGE", format!("the body is limited to {MAX_BODY_BYTES} bytes"))
+}
+
+/// The bucket key of an endpoint that has one.
+pub fn key_of(endpoint: &Endpoint) -> &str {
+    match endpoint {
+        Endpoint::Consume(key)
+        | Endpoint::Reserve(key)
+        | Endpoint::Inspect(key)
+        | Endpoint::Replace(key)
+        | Endpoint::Reset(key)
+        | Endpoint::Delete(key) => key,
+        Endpoint::Policies | Endpoint::Metrics => "",
     }
-    let body = req.bytes_up_to(MAX_BODY_BYTES).await;
-    body.map_err(|e| ApiError::bad_request("INVALID_BODY", e.to_string()))?.ok_or_else(too_large)
 }
 
 fn runtime(error: worker::Error) -> ApiError {
