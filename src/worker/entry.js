@@ -93,8 +93,7 @@ async function forward(exchange, upstream) {
  * and dropped before the rest is cancelled. */
 async function bytesUpTo(request, limit) {
   if (!request.body) return new Uint8Array(0);
-  const declared = Number(request.headers.get('Content-Length') ?? NaN);
-  if (declared <= limit) return new Uint8Array(await request.arrayBuffer()); // framed by its length
+  if (declaredLength(request) <= limit) return new Uint8Array(await request.arrayBuffer()); // framed by it
   const reader = request.body.getReader();
   const chunks = [];
   let read = 0;
@@ -116,13 +115,19 @@ async function bytesUpTo(request, limit) {
 /** Reads and drops a body nobody needs (up to DRAIN_BYTES) before an answer; see DRAIN_BYTES. */
 async function drain(request) {
   // A body announced larger would be cut off anyway: not worth reading any of it.
-  if (Number(request.headers.get('Content-Length')) > DRAIN_BYTES) return;
+  if (declaredLength(request) > DRAIN_BYTES) return;
   if (!request.body || request.bodyUsed || request.body.locked) return;
   try {
     await bytesUpTo(request, 0);
   } catch {
     // The answer goes out regardless.
   }
+}
+
+/** The body's length as `Content-Length` declares it; NaN when it declares none (chunked). */
+function declaredLength(request) {
+  const value = request.headers.get('Content-Length');
+  return value !== null && /^\d+$/.test(value) ? Number(value) : NaN;
 }
 
 function join(chunks, length) {
