@@ -117,7 +117,7 @@ impl Exchange {
             return self.out_of_turn("upstream");
         };
         match gateway::with_response(&self.req, self.settings(), response, &extra) {
-            Ok(response) => js_sys::Array::of3(&"respond".into(), &response, &false.into()).into(),
+            Ok(response) => respond_step(&response, false),
             Err(error) => self.respond(Err(error), false),
         }
     }
@@ -128,7 +128,6 @@ impl Exchange {
         if !matches!(self.waiting, Waiting::Origin(_)) {
             return self.out_of_turn("origin_failed");
         }
-        self.waiting = Waiting::Done;
         let response = gateway::unreachable(&self.req, self.settings(), &error);
         self.respond(response, true)
     }
@@ -187,7 +186,7 @@ impl Exchange {
     fn respond(&mut self, response: worker::Result<Response>, drain: bool) -> JsValue {
         self.waiting = Waiting::Done;
         let response = response.unwrap_or_else(|e| respond::runtime_failure(&e));
-        js_sys::Array::of3(&"respond".into(), &web_sys::Response::from(response), &drain.into()).into()
+        respond_step(&web_sys::Response::from(response), drain)
     }
 
     /// A call `entry.js` should not have made now: a bug there, answered 500 rather than trapped.
@@ -200,6 +199,11 @@ impl Exchange {
     fn settings(&self) -> &Settings {
         self.settings.as_deref().expect("start answers when the settings are unreadable")
     }
+}
+
+/// `["respond", response, drain]`.
+fn respond_step(response: &web_sys::Response, drain: bool) -> JsValue {
+    js_sys::Array::of3(&"respond".into(), response, &drain.into()).into()
 }
 
 /// `["ask", key, command]`, the command as JSON (which the object reads with serde_json: a

@@ -112,7 +112,11 @@ fn admit(req: &Incoming, settings: &Settings, pending: &Pending, verdict: Verdic
 
 /// The gateway's own answer, with the CORS headers for the request's `Origin`.
 fn own(req: &Incoming, settings: &Settings, response: worker::Result<Response>) -> Step {
-    Step::Answer(response.and_then(|r| respond::add(r, &settings.cors_origins.headers(|| req.header("Origin")))))
+    Step::Answer(with_cors(req, settings, response))
+}
+
+fn with_cors(req: &Incoming, settings: &Settings, response: worker::Result<Response>) -> worker::Result<Response> {
+    response.and_then(|r| respond::add(r, &settings.cors_origins.headers(|| req.header("Origin"))))
 }
 
 /// `req` aimed at the origin, the bucket's `headers` to add to the answer.
@@ -128,7 +132,7 @@ fn forward(req: &Incoming, settings: &Settings, headers: Vec<(&'static str, Stri
 /// 502 `ORIGIN_UNREACHABLE`: the origin did not answer.
 pub fn unreachable(req: &Incoming, settings: &Settings, error: &str) -> worker::Result<Response> {
     let error = ApiError::new(502, "ORIGIN_UNREACHABLE", format!("the origin did not answer: {error}"));
-    answer_of(own(req, settings, respond::counted_problem(&error)))
+    with_cors(req, settings, respond::counted_problem(&error))
 }
 
 /// The origin's `response` with the bucket's `extra` headers; a status a response cannot carry
@@ -141,14 +145,7 @@ pub fn with_response(
 ) -> worker::Result<web_sys::Response> {
     match decorated(response, extra) {
         Ok(response) => Ok(response),
-        Err(error) => answer_of(own(req, settings, respond::counted_problem(&error))).map(Into::into),
-    }
-}
-
-fn answer_of(step: Step) -> worker::Result<Response> {
-    match step {
-        Step::Answer(response) => response,
-        _ => unreachable!("own() answers"),
+        Err(error) => with_cors(req, settings, respond::counted_problem(&error)).map(Into::into),
     }
 }
 
