@@ -6,6 +6,8 @@ use std::cell::RefCell;
 use super::decide;
 use super::errors::ApiError;
 use super::failure::{FailureMode, LocalBuckets};
+use super::headers::Context;
+use super::log::DecisionLine;
 use super::protocol::{Command, Outcome};
 use super::settings::Settings;
 
@@ -22,6 +24,37 @@ pub struct Verdict {
     pub fallback: Option<FailureMode>,
     /// Why the object could not decide.
     pub failure: Option<String>,
+}
+
+impl Verdict {
+    /// Logs the verdict on `command` as `line` (and counts it); returns the outcome with what its
+    /// headers need, or the error to answer. A rejection under a shadow policy is let through
+    /// here, for the service API and the gateway alike.
+    pub fn logged<'a>(
+        &'a self,
+        line: DecisionLine<'a>,
+        command: &Command,
+        settings: &Settings,
+    ) -> Result<(&'a Outcome, Context), &'a ApiError> {
+        let failure = self.failure.as_deref();
+        let outcome = match &self.result {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                line.emit(self.fallback, Some(error), failure, settings.log_decisions);
+                return Err(error);
+            }
+        };
+        let policy = command.policy().and_then(|name| settings.policies.get(name));
+        let shadow_rejected = !outcome.allowed && policy.is_some_and(|p| p.shadow) && !command.is_estimate();
+        line.outcome(outcome, shadow_rejected).emit(self.fallback, None, failure, settings.log_decisions);
+        let context = Context {
+            legacy: policy.is_some_and(|p| p.legacy_headers),
+            fallback: self.fallback,
+            shadow_rejected,
+            estimate: command.is_estimate(),
+        };
+        Ok((outcome, context))
+    }
 }
 
 /// The object's answer to a command, as `entry.js` received it over RPC (`decide`): its status

@@ -9,7 +9,7 @@ use worker::{web_sys, Response};
 use super::client::{self, Reply, Verdict};
 use super::cors;
 use super::errors::{self, ApiError};
-use super::headers::{self, Context};
+use super::headers;
 use super::incoming::Incoming;
 use super::log::DecisionLine;
 use super::protocol::{Command, Mode};
@@ -81,29 +81,12 @@ pub fn with_reply(req: &Incoming, settings: &Settings, pending: &Pending, reply:
 fn admit(req: &Incoming, settings: &Settings, pending: &Pending, verdict: Verdict, started: f64) -> Step {
     let mut line = DecisionLine::new(&pending.key, &pending.command, client::js_millis() as f64 - started);
     line.route = Some(&pending.pattern);
-    let outcome = match &verdict.result {
-        Ok(outcome) => outcome,
-        Err(error) => {
-            line.emit(verdict.fallback, Some(error), verdict.failure.as_deref(), settings.log_decisions);
-            return own(req, settings, respond::decision_problem(error, verdict.fallback));
-        }
-    };
-    let policy = pending.command.policy().and_then(|name| settings.policies.get(name));
-    let shadow_rejected = !outcome.allowed && policy.is_some_and(|p| p.shadow);
-    line.outcome(outcome, shadow_rejected).emit(
-        verdict.fallback,
-        None,
-        verdict.failure.as_deref(),
-        settings.log_decisions,
-    );
-    let context = Context {
-        legacy: policy.is_some_and(|p| p.legacy_headers),
-        fallback: verdict.fallback,
-        shadow_rejected,
-        estimate: false,
+    let (outcome, context) = match verdict.logged(line, &pending.command, settings) {
+        Ok(logged) => logged,
+        Err(error) => return own(req, settings, respond::decision_problem(error, verdict.fallback)),
     };
     let headers = headers::for_outcome(outcome, context);
-    if outcome.allowed || shadow_rejected {
+    if outcome.allowed || context.shadow_rejected {
         return forward(req, settings, headers, pending.keyed.as_deref());
     }
     let problem = errors::quota_exceeded(outcome);

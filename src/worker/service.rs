@@ -100,28 +100,9 @@ pub fn with_reply(endpoint: &Endpoint, command: &Command, reply: Reply, settings
 /// each request is logged once with its verdict or error.
 fn decision(verdict: Verdict, settings: &Settings, key: &str, command: &Command, started: f64) -> Response {
     let line = DecisionLine::new(key, command, client::js_millis() as f64 - started);
-    let policy = command.policy().and_then(|name| settings.policies.get(name));
-    let response = match &verdict.result {
-        Ok(outcome) => {
-            let shadow_rejected = !outcome.allowed && policy.is_some_and(|p| p.shadow) && !command.is_estimate();
-            line.outcome(outcome, shadow_rejected).emit(
-                verdict.fallback,
-                None,
-                verdict.failure.as_deref(),
-                settings.log_decisions,
-            );
-            let context = Context {
-                legacy: policy.is_some_and(|p| p.legacy_headers),
-                fallback: verdict.fallback,
-                shadow_rejected,
-                estimate: command.is_estimate(),
-            };
-            answer(key, outcome, command, &verdict, context)
-        }
-        Err(error) => {
-            line.emit(verdict.fallback, Some(error), verdict.failure.as_deref(), settings.log_decisions);
-            respond::decision_problem(error, verdict.fallback)
-        }
+    let response = match verdict.logged(line, command, settings) {
+        Ok((outcome, context)) => answer(key, outcome, command, &verdict, context),
+        Err(error) => respond::decision_problem(error, verdict.fallback),
     };
     response.unwrap_or_else(|e| respond::runtime_failure(&e))
 }
