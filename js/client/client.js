@@ -189,18 +189,18 @@ export function createClient(options) {
         // From here the timeout cuts this attempt's fetch.
         job.cut = timer ? new AbortController() : null;
         if (timer?.signal.aborted) job.cut.abort(timer.signal.reason);
-        if (job.previous !== null) {
-          discard(job.previous);
-          job.previous = null;
-          stats.retries += 1; // made, not only announced
-        }
+        if (job.attempt > 0) stats.retries += 1; // made, not only announced
+        discard(job.previous);
+        job.previous = null;
         const { response, observation } = await attempt(job, ticket, signal);
         const delay = retryDelay(job, response, observation);
         if (delay === null) return response;
         emit('retry', { request: job.request, response, attempt: job.attempt + 1, delay });
-        // Kept, and freed from the timeout, until the retry is under way: if the timeout ends
-        // the wait first, the retry is not made and this response is the answer.
-        [job.previous, job.cut] = [response, null];
+        // With a timeout, kept and freed from it until the retry is under way: if the timeout
+        // ends the wait first, the retry is not made and this response is the answer. Without
+        // one it can never be the answer: its body is let go now, not held through the wait.
+        if (timer) [job.previous, job.cut] = [response, null];
+        else discard(response);
         job.attempt += 1;
         // A Retry-After on a 429 or 503 already blocks the scope in the pacer (with jitter);
         // other delays are ours.

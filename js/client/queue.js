@@ -128,8 +128,10 @@ export class RequestQueue {
         if (entry.notBefore > now) {
           // A retry's own backoff (a 503 without Retry-After) holds only itself: the server said
           // nothing about the scope, and a Retry-After blocks the scope in the pacer anyway.
-          entry.waiting?.({ wait: entry.notBefore - now, reason: 'retry' });
-          wakeAt = Math.min(wakeAt, entry.notBefore);
+          // Past the deadline it times out now, as a pacer's wait does.
+          if (this.#hold(entry, { wait: entry.notBefore - now, reason: 'retry' }, now)) {
+            wakeAt = Math.min(wakeAt, entry.notBefore);
+          }
           continue;
         }
         let grant;

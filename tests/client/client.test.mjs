@@ -111,7 +111,7 @@ test('a retry that its timeout would cut is not made: the response that asked fo
     { status: 429, headers: { ratelimit: '"p";r=0;t=30', 'ratelimit-policy': '"p";q=10;w=60' }, timeout: 5000 },
     // Retry-After fits the timeout, but not once jittered (1 s × 1.099).
     { status: 429, headers: { 'retry-after': '1' }, timeout: 1050 },
-    // A 503's own backoff (300 ms × 1.099) is cut by the timeout while it waits.
+    // A 503's own backoff fits the timeout, but not once jittered (300 ms × 1.099).
     { status: 503, headers: {}, timeout: 320 },
   ];
   for (const { status, headers, timeout } of answers) {
@@ -122,7 +122,8 @@ test('a retry that its timeout would cut is not made: the response that asked fo
     const r = await client('http://a.example/x', { edgebucket: { timeout } });
     assert.equal(r.status, status, JSON.stringify(headers));
     assert.equal(await r.text(), `no, ${status}`, 'readable after the timeout');
-    assert.ok(Date.now() - started <= timeout + 200, `answered by the timeout: ${Date.now() - started} ms`);
+    // Each wait is known to end past the timeout, so the answer comes at once, not at the timeout.
+    assert.ok(Date.now() - started < 200, `answered at once: ${Date.now() - started} ms`);
     assert.deepEqual([calls, client.stats().retries, client.stats().dropped], [1, 0, 0]);
     client.close();
   }
