@@ -68,18 +68,36 @@ test('an aborted wait gives its tokens back at once, and later reservations move
 test('waits that share one aborted signal all reject and give all their tokens back', async (t) => {
   for (const share of [(signal) => signal, (signal) => AbortSignal.any([signal])]) {
     const { bucket, scheduler, advance } = scenario(t);
+    bucket.tryConsume(10); // empty: tokens given back twice would show, not be capped away
     const controller = new AbortController();
     const first = scheduler.consume(15, { signal: share(controller.signal) });
     // Due at once after the first's abort; through AbortSignal.any its own abort comes later.
     const second = scheduler.consume(5, { signal: share(controller.signal) });
+    const behind = movesUp(scheduler.consume(3));
     controller.abort();
     await assert.rejects(first, { name: 'AbortError' });
     await assert.rejects(second, { name: 'AbortError' });
     await advance(0);
-    assert.equal(bucket.getAvailableTokens(), 10);
+    assert.equal(bucket.getAvailableTokens(), -3, 'all 20 back, once: only the 3 behind are owed');
+    await behind.at(advance, 300);
     t.mock.timers.reset();
   }
 });
+
+/** A wait whose `at(advance, ms)` asserts that it is served at `ms` from now, not a ms before. */
+function movesUp(wait) {
+  let served = false;
+  wait.then(() => (served = true));
+  return {
+    async at(advance, ms) {
+      await advance(ms - 1);
+      assert.equal(served, false, `not before ${ms} ms`);
+      await advance(1);
+      await wait;
+      assert.equal(served, true, `served at ${ms} ms`);
+    },
+  };
+}
 
 test('aborts that share a signal keep the order of the waits left', async (t) => {
   const { bucket, scheduler, advance } = scenario(t);
@@ -116,8 +134,10 @@ test("a browser's abort, with microtasks run between its listeners, still reject
     addEventListener: (type, listener) => listeners.push(listener),
     removeEventListener: (type, listener) => listeners.includes(listener) && listeners.splice(listeners.indexOf(listener), 1),
   };
+  bucket.tryConsume(10); // empty: tokens given back twice would show, not be capped away
   const first = scheduler.consume(15, { signal });
   const second = scheduler.consume(5, { signal }); // due at once after the first's abort
+  const behind = movesUp(scheduler.consume(3));
   Object.assign(signal, { aborted: true, reason: new DOMException('timed out', 'TimeoutError') });
   for (const listener of [...listeners]) {
     listener();
@@ -126,7 +146,8 @@ test("a browser's abort, with microtasks run between its listeners, still reject
   await assert.rejects(first, { name: 'TimeoutError' });
   await assert.rejects(second, { name: 'TimeoutError' });
   await advance(0);
-  assert.equal(bucket.getAvailableTokens(), 10);
+  assert.equal(bucket.getAvailableTokens(), -3, 'all 20 back, once: only the 3 behind are owed');
+  await behind.at(advance, 300);
 });
 
 test('tokens an abort gives back are not free while the waits behind them still count', async (t) => {
