@@ -58,7 +58,13 @@ impl worker::DurableObject for BucketObject {
     /// Refused: the worker calls the object over RPC (`decide`), which skips building a request
     /// and a response per decision; one way in keeps one set of checks.
     async fn fetch(&self, _req: Request) -> worker::Result<Response> {
-        respond::problem(&ApiError::new(404, "RPC_ONLY", "a bucket object is called over RPC (decide), not fetch"))
+        let refusal =
+            respond::problem(&ApiError::new(404, "RPC_ONLY", "a bucket object is called over RPC (decide), not fetch"));
+        let mut response = Response::ok(refusal.body)?.with_status(refusal.status);
+        for (name, value) in &refusal.headers {
+            response.headers_mut().set(name, value)?;
+        }
+        Ok(response)
     }
 
     /// A failed alarm throws, so the runtime runs it again (with backoff): the bucket is neither

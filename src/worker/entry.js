@@ -2,11 +2,13 @@
 // scripts/worker-build.sh; wrangler.toml's `main`.
 //
 // Rust decides everything; this module does the IO between its decisions. An `Exchange`
-// (src/worker/exchange.rs) says what it needs next, as an array:
-//   ["read", limit]           the request body, at most `limit` bytes
-//   ["ask", key, command]     the answer of the key's Durable Object to `command` (JSON)
-//   ["forward", request]      the origin's answer to `request`
-//   ["respond", response, drain]
+// (src/worker/exchange.rs) says what it needs next, as an array led by a STEP:
+//   [READ, limit]             the request body, at most `limit` bytes
+//   [ASK, key, command]       the answer of the key's Durable Object to `command` (JSON)
+//   [FORWARD, request]        the origin's answer to `request`
+//   [RESPOND, status, head, body, drain]
+//                             answer; `head` is the headers as `name\nvalue\nname\nvalue…`
+//   [RELAY, response]         answer the origin's response (the bucket's headers added)
 // Awaiting here instead of in Rust saves wasm-bindgen's future machinery on every await, about a
 // third of the worker's CPU per decision (docs/worker.md, "Speed").
 //
@@ -14,6 +16,9 @@
 // on classes that extend `DurableObject`. So the object is wrapped here too.
 import { DurableObject } from 'cloudflare:workers';
 import { BucketObject as WasmBucketObject, Exchange } from './index.js';
+
+/** The kinds of step, as `Kind` in src/worker/exchange.rs numbers them. */
+const STEP = Object.freeze({ READ: 0, ASK: 1, FORWARD: 2, RESPOND: 3, RELAY: 4 });
 
 /** The Durable Object binding in wrangler.toml. */
 const BINDING = 'BUCKETS';
@@ -32,22 +37,38 @@ export default {
     let step = exchange.start();
     for (;;) {
       switch (step[0]) {
-        case 'read':
+        case STEP.READ:
           step = await read(exchange, request, step[1]);
           break;
-        case 'ask':
+        case STEP.ASK:
           step = await ask(exchange, env, step[1], step[2]);
           break;
-        case 'forward':
+        case STEP.FORWARD:
           step = await forward(exchange, step[1]);
           break;
-        default: // 'respond'
-          if (step[2]) await drain(request);
+        case STEP.RELAY:
           return step[1];
+        default: // STEP.RESPOND
+          if (step[4] && request.body && !request.bodyUsed) await drain(request);
+          return response(step[1], step[2], step[3]);
       }
     }
   },
 };
+
+/** A response built from the exchange's parts: one string crosses from wasm for all headers,
+ * instead of two per header through `Headers.set`. A header the runtime refuses (never one the
+ * worker builds) makes a bare 500, as any response the runtime cannot build. */
+function response(status, head, body) {
+  try {
+    const headers = new Headers();
+    const fields = head.split('\n');
+    for (let i = 0; i + 1 < fields.length; i += 2) headers.append(fields[i], fields[i + 1]);
+    return new Response(body, { status, headers });
+  } catch (error) {
+    return new Response(describe(error), { status: 500 });
+  }
+}
 
 /** Reads the body for `exchange`, refusing it past `limit` bytes. */
 async function read(exchange, request, limit) {
@@ -70,7 +91,8 @@ async function ask(exchange, env, key, command) {
   } catch (error) {
     return exchange.unreachable(describe(error));
   }
-  const [status, body] = Array.isArray(answer) ? answer : [];
+  const status = Array.isArray(answer) ? answer[0] : undefined;
+  const body = Array.isArray(answer) ? answer[1] : undefined;
   if (!Number.isInteger(status) || typeof body !== 'string') {
     return exchange.unreachable('the bucket answered neither a status nor a body');
   }

@@ -8,19 +8,21 @@
 //! deciding everything, moving the awaits to `entry.js` took workerd's CPU per decision from
 //! about 408 to about 342 µs, and decisions/s up by a fifth (docs/worker.md, "Speed").
 //!
-//! Each step is an array for `entry.js`:
-//! - `["read", limit]`: read the body (at most `limit` bytes), then [`Exchange::body`];
-//! - `["ask", key, command]`: call `decide(command)` on the object of `key`, then
+//! Each step is an array for `entry.js`, led by its kind (a number, `STEP` in `entry.js`):
+//! - `[READ, limit]`: read the body (at most `limit` bytes), then [`Exchange::body`];
+//! - `[ASK, key, command]`: call `decide(command)` on the object of `key`, then
 //!   [`Exchange::reply`] or [`Exchange::unreachable`];
-//! - `["forward", request]`: fetch `request`, then [`Exchange::upstream`] or
+//! - `[FORWARD, request]`: fetch `request`, then [`Exchange::upstream`] or
 //!   `originFailed` ([`Exchange::origin_failed`]);
-//! - `["respond", response, drain]`: answer `response`, first reading and dropping what is left of
-//!   the request body when `drain` is set.
+//! - `[RESPOND, status, head, body, drain]`: answer a [`respond::Answer`] (its headers as one
+//!   string, see [`Answer::head`]), first reading and dropping what is left of the request body
+//!   when `drain` is set;
+//! - `[RELAY, response]`: answer the origin's `response`, with the bucket's headers added.
 
 use std::rc::Rc;
 
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
-use worker::{js_sys, web_sys, Env, Response};
+use worker::{js_sys, web_sys, Env};
 
 use super::api::{self, Endpoint, MAX_BODY_BYTES};
 use super::client::Reply;
@@ -28,9 +30,27 @@ use super::errors::ApiError;
 use super::gateway::{self, Pending};
 use super::incoming::Incoming;
 use super::protocol::Command;
-use super::respond;
+use super::respond::{self, Answer};
 use super::service;
 use super::settings::{self, Settings};
+
+/// What a step asks `entry.js` to do; its `STEP` constants mirror these. Numbers rather than
+/// names: a string would cross the boundary (a copy and a typed-array view) on every step.
+#[derive(Debug, Clone, Copy)]
+#[repr(u8)]
+enum Kind {
+    Read = 0,
+    Ask = 1,
+    Forward = 2,
+    Respond = 3,
+    Relay = 4,
+}
+
+impl From<Kind> for JsValue {
+    fn from(kind: Kind) -> JsValue {
+        JsValue::from(kind as u8)
+    }
+}
 
 /// A request on its way through the front worker (see the module documentation).
 #[wasm_bindgen(wasm_bindgen = ::worker::wasm_bindgen)]
@@ -117,8 +137,8 @@ impl Exchange {
             return self.out_of_turn("upstream");
         };
         match gateway::with_response(&self.req, self.settings(), response, &extra) {
-            Ok(response) => respond_step(&response, false),
-            Err(error) => self.respond(Err(error), false),
+            Ok(response) => js_sys::Array::of2(&Kind::Relay.into(), &response).into(),
+            Err(answer) => self.respond(answer, false),
         }
     }
 
@@ -137,8 +157,8 @@ impl Exchange {
     fn replied(&mut self, reply: Reply) -> JsValue {
         match std::mem::replace(&mut self.waiting, Waiting::Done) {
             Waiting::Service(endpoint, command) => {
-                let response = service::with_reply(&endpoint, &command, reply, self.settings(), self.started);
-                self.respond(Ok(response), true)
+                let answer = service::with_reply(&endpoint, &command, reply, self.settings(), self.started);
+                self.respond(answer, true)
             }
             Waiting::Gateway(pending) => {
                 let step = gateway::with_reply(&self.req, self.settings(), &pending, reply, self.started);
@@ -152,14 +172,14 @@ impl Exchange {
         match step {
             service::Step::Body => {
                 self.waiting = Waiting::Body(endpoint);
-                js_sys::Array::of2(&"read".into(), &(MAX_BODY_BYTES as u32).into()).into()
+                js_sys::Array::of2(&Kind::Read.into(), &(MAX_BODY_BYTES as u32).into()).into()
             }
             service::Step::Ask(command) => match ask(service::key_of(&endpoint), &command) {
                 Ok(ask) => {
                     self.waiting = Waiting::Service(endpoint, command);
                     ask
                 }
-                Err(error) => self.respond(Err(error), true),
+                Err(error) => self.respond(respond::counted_problem(&error), true),
             },
             service::Step::Answer(response) => self.respond(response, true),
         }
@@ -172,21 +192,29 @@ impl Exchange {
                     self.waiting = Waiting::Gateway(pending);
                     ask
                 }
-                Err(error) => self.respond(Err(error), true),
+                Err(error) => self.respond(respond::counted_problem(&error), true),
             },
             gateway::Step::Forward(upstream, headers) => {
                 self.waiting = Waiting::Origin(headers);
-                js_sys::Array::of2(&"forward".into(), &upstream).into()
+                js_sys::Array::of2(&Kind::Forward.into(), &upstream).into()
             }
             gateway::Step::Answer(response) => self.respond(response, true),
         }
     }
 
-    /// `["respond", response, drain]`; a response the runtime refused to build is a bare 500.
-    fn respond(&mut self, response: worker::Result<Response>, drain: bool) -> JsValue {
+    /// `[RESPOND, status, head, body, drain]`.
+    fn respond(&mut self, answer: Answer, drain: bool) -> JsValue {
         self.waiting = Waiting::Done;
-        let response = response.unwrap_or_else(|e| respond::runtime_failure(&e));
-        respond_step(&web_sys::Response::from(response), drain)
+        let (answer, head) = match answer.head() {
+            Ok(head) => (answer, head),
+            Err(error) => {
+                let problem = respond::counted_problem(&error);
+                let head = problem.head().unwrap_or_default(); // its own headers hold no line break
+                (problem, head)
+            }
+        };
+        let (status, body) = (JsValue::from(answer.status), JsValue::from(answer.body));
+        js_sys::Array::of5(&Kind::Respond.into(), &status, &head.into(), &body, &drain.into()).into()
     }
 
     /// A call `entry.js` should not have made now: a bug there, answered 500 rather than trapped.
@@ -201,14 +229,9 @@ impl Exchange {
     }
 }
 
-/// `["respond", response, drain]`.
-fn respond_step(response: &web_sys::Response, drain: bool) -> JsValue {
-    js_sys::Array::of3(&"respond".into(), response, &drain.into()).into()
-}
-
-/// `["ask", key, command]`, the command as JSON (which the object reads with serde_json: a
+/// `[ASK, key, command]`, the command as JSON (which the object reads with serde_json: a
 /// JavaScript object would round 64-bit integers).
-fn ask(key: &str, command: &Command) -> worker::Result<JsValue> {
-    let json = serde_json::to_string(command).map_err(|e| worker::Error::RustError(e.to_string()))?;
-    Ok(js_sys::Array::of3(&"ask".into(), &key.into(), &json.into()).into())
+fn ask(key: &str, command: &Command) -> Result<JsValue, ApiError> {
+    let json = serde_json::to_string(command).map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(js_sys::Array::of3(&Kind::Ask.into(), &key.into(), &json.into()).into())
 }

@@ -4,7 +4,7 @@
 //! and the origin's answer gets the rate-limit headers; a rejected one gets 429
 //! `application/problem+json` (`quota-exceeded`, `violated-policies`) with `Retry-After`.
 
-use worker::{web_sys, Response};
+use worker::web_sys;
 
 use super::client::{self, Reply, Verdict};
 use super::cors;
@@ -13,7 +13,7 @@ use super::headers;
 use super::incoming::Incoming;
 use super::log::DecisionLine;
 use super::protocol::{Command, Mode};
-use super::respond;
+use super::respond::{self, Answer};
 use super::routes::{self, Method};
 use super::settings::Settings;
 
@@ -25,7 +25,7 @@ pub enum Step {
     /// The origin's answer to this request, to which the headers are added.
     Forward(web_sys::Request, Vec<(&'static str, String)>),
     /// Nothing: this is the gateway's own answer (with the CORS headers `CORS_ORIGINS` allows).
-    Answer(worker::Result<Response>),
+    Answer(Answer),
 }
 
 /// A routed request waiting for its bucket's answer.
@@ -90,16 +90,16 @@ fn admit(req: &Incoming, settings: &Settings, pending: &Pending, verdict: Verdic
         return forward(req, settings, headers, pending.keyed.as_deref());
     }
     let problem = errors::quota_exceeded(outcome);
-    own(req, settings, respond::problem_with(429, problem.to_string(), &headers))
+    own(req, settings, respond::problem_with(429, problem.to_string(), headers))
 }
 
 /// The gateway's own answer, with the CORS headers for the request's `Origin`.
-fn own(req: &Incoming, settings: &Settings, response: worker::Result<Response>) -> Step {
-    Step::Answer(with_cors(req, settings, response))
+fn own(req: &Incoming, settings: &Settings, answer: Answer) -> Step {
+    Step::Answer(with_cors(req, settings, answer))
 }
 
-fn with_cors(req: &Incoming, settings: &Settings, response: worker::Result<Response>) -> worker::Result<Response> {
-    response.and_then(|r| respond::add(r, &settings.cors_origins.headers(|| req.header("Origin"))))
+fn with_cors(req: &Incoming, settings: &Settings, answer: Answer) -> Answer {
+    answer.with(settings.cors_origins.headers(|| req.header("Origin")))
 }
 
 /// `req` aimed at the origin, the bucket's `headers` to add to the answer.
@@ -113,7 +113,7 @@ fn forward(req: &Incoming, settings: &Settings, headers: Vec<(&'static str, Stri
 }
 
 /// 502 `ORIGIN_UNREACHABLE`: the origin did not answer.
-pub fn unreachable(req: &Incoming, settings: &Settings, error: &str) -> worker::Result<Response> {
+pub fn unreachable(req: &Incoming, settings: &Settings, error: &str) -> Answer {
     let error = ApiError::new(502, "ORIGIN_UNREACHABLE", format!("the origin did not answer: {error}"));
     with_cors(req, settings, respond::counted_problem(&error))
 }
@@ -125,11 +125,8 @@ pub fn with_response(
     settings: &Settings,
     response: web_sys::Response,
     extra: &[(&str, String)],
-) -> worker::Result<web_sys::Response> {
-    match decorated(response, extra) {
-        Ok(response) => Ok(response),
-        Err(error) => with_cors(req, settings, respond::counted_problem(&error)).map(Into::into),
-    }
+) -> Result<web_sys::Response, Answer> {
+    decorated(response, extra).map_err(|error| with_cors(req, settings, respond::counted_problem(&error)))
 }
 
 /// The origin's answer with `extra` headers added.
@@ -150,7 +147,7 @@ fn decorated(response: web_sys::Response, extra: &[(&str, String)]) -> Result<we
         return Err(ApiError::new(502, "ORIGIN_INVALID_STATUS", detail));
     }
     let internal = |error: worker::Error| ApiError::internal(error.to_string());
-    let headers = respond::mutable_copy(&worker::Headers(response.headers())).map_err(internal)?;
+    let headers = mutable_copy(&worker::Headers(response.headers())).map_err(internal)?;
     for (name, value) in extra {
         let value = match *name {
             "Access-Control-Expose-Headers" => merged_list(headers.get(name).ok().flatten(), value),
@@ -158,8 +155,17 @@ fn decorated(response: web_sys::Response, extra: &[(&str, String)]) -> Result<we
         };
         headers.set(name, &value).map_err(internal)?;
     }
-    let response = Response::from(response).with_headers(headers);
+    let response = worker::Response::from(response).with_headers(headers);
     Ok(response.into())
+}
+
+/// Copies `headers` into a new, mutable header map (fetched responses have immutable ones).
+fn mutable_copy(headers: &worker::Headers) -> worker::Result<worker::Headers> {
+    let copy = worker::Headers::new();
+    for (name, value) in headers.entries() {
+        copy.append(&name, &value)?;
+    }
+    Ok(copy)
 }
 
 /// The origin's comma-separated list with ours added, each name once (compared without case).

@@ -1,103 +1,138 @@
-//! Building responses: JSON, problem documents, and decision headers.
+//! The worker's own answers: JSON, problem documents, and decision headers, as plain data.
+//!
+//! An [`Answer`] is built in Rust and turned into a `Response` by `entry.js` from three values
+//! (status, headers as one string, body). Building it through the runtime's `Headers` from
+//! Rust crossed the JavaScript boundary twice per header, each crossing a string copy and a typed
+//! array view: about a tenth of the JavaScript garbage per decision (docs/worker.md, "Speed").
 
 use serde::Serialize;
-use worker::{Headers, Response};
 
 use super::errors::ApiError;
 use super::failure::FailureMode;
 use super::headers::EXPOSED;
 use super::metrics;
 
-/// A JSON response with `status` and already serialized `body`.
-///
-/// # Errors
-/// Only if the runtime refuses the headers.
-pub fn json_text(status: u16, body: String) -> worker::Result<Response> {
-    with_type(Response::ok(body)?.with_status(status), "application/json")
+/// A response of the worker's own: status, headers (`Content-Type` first) and body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The HTTP status.
+    pub status: u16,
+    /// Header names and values, in the order they are set.
+    pub headers: Vec<(&'static str, String)>,
+    /// The body.
+    pub body: String,
 }
 
-/// The bare 500 for a response the runtime refused to build (nothing better can be built then).
-pub fn runtime_failure(error: &worker::Error) -> Response {
-    Response::error(error.to_string(), 500).expect("500 is an error status")
+/// Separates names and values in [`Answer::head`]: a header can hold no line break.
+const SEPARATOR: char = '\n';
+
+impl Answer {
+    /// `body` with `status`, typed `content_type`.
+    pub fn new(status: u16, content_type: &'static str, body: String) -> Self {
+        Answer { status, headers: vec![("Content-Type", content_type.to_owned())], body }
+    }
+
+    /// Adds `headers`, replacing none: the worker never names a header twice.
+    #[must_use]
+    pub fn with(mut self, headers: impl IntoIterator<Item = (&'static str, String)>) -> Self {
+        self.headers.extend(headers);
+        self
+    }
+
+    /// The headers as one string, `name\nvalue\nname\nvalue…`, for `entry.js` to split: one
+    /// string crosses the boundary instead of two per header.
+    ///
+    /// # Errors
+    /// A value holding a line break (never built here, and refused by the runtime's `Headers`
+    /// anyway): split on, it would shift every later name and value.
+    pub fn head(&self) -> Result<String, ApiError> {
+        let mut head = String::with_capacity(self.headers.iter().map(|(n, v)| n.len() + v.len() + 2).sum());
+        for (name, value) in &self.headers {
+            if value.contains(['\r', '\n']) {
+                return Err(ApiError::internal(format!("the {name} header holds a line break")));
+            }
+            if !head.is_empty() {
+                head.push(SEPARATOR);
+            }
+            head.push_str(name);
+            head.push(SEPARATOR);
+            head.push_str(value);
+        }
+        Ok(head)
+    }
 }
 
-/// A JSON response with `status`, `body` and extra `headers`.
-///
-/// # Errors
-/// Only if serialization or the runtime fails.
-pub fn json<T: Serialize>(status: u16, body: &T, headers: &[(&str, String)]) -> worker::Result<Response> {
-    let text = serde_json::to_string(body).map_err(|e| worker::Error::RustError(e.to_string()))?;
-    add(json_text(status, text)?, headers)
+/// A JSON answer with `status` and already serialized `body`.
+pub fn json_text(status: u16, body: String) -> Answer {
+    Answer::new(status, "application/json", body)
+}
+
+/// A JSON answer with `status`, `body` and extra `headers`; a body that cannot be serialized
+/// (never one of the worker's own types) is a 500 problem.
+pub fn json<T: Serialize>(status: u16, body: &T, headers: Vec<(&'static str, String)>) -> Answer {
+    match serde_json::to_string(body) {
+        Ok(text) => json_text(status, text).with(headers),
+        Err(error) => problem(&ApiError::internal(error.to_string())),
+    }
 }
 
 /// [`problem`] for an error answered outright, counted in the metrics by its code (a decision's
 /// error is counted with its log line instead).
-///
-/// # Errors
-/// Only if the runtime refuses the headers.
-pub fn counted_problem(error: &ApiError) -> worker::Result<Response> {
+pub fn counted_problem(error: &ApiError) -> Answer {
     metrics::with(|m| m.error(&error.code));
     problem(error)
 }
 
 /// The problem document of `error`, with `WWW-Authenticate` for 401 and `Allow` for 405.
-///
-/// # Errors
-/// Only if the runtime refuses the headers.
-pub fn problem(error: &ApiError) -> worker::Result<Response> {
+pub fn problem(error: &ApiError) -> Answer {
     let extra = match error.status {
         401 => vec![("WWW-Authenticate", "Bearer".to_owned())],
         // api::method_not_allowed writes the methods as "allowed: GET, DELETE".
         405 => vec![("Allow", error.message.trim_start_matches("allowed: ").to_owned())],
         _ => Vec::new(),
     };
-    problem_with(error.status, error.body(), &extra)
+    problem_with(error.status, error.body(), extra)
 }
 
 /// A decision's error. One that a failure mode produced (fail-closed) says so in
 /// `EdgeBucket-Fallback`, as every fallback does.
-///
-/// # Errors
-/// Only if the runtime refuses the headers.
-pub fn decision_problem(error: &ApiError, fallback: Option<FailureMode>) -> worker::Result<Response> {
+pub fn decision_problem(error: &ApiError, fallback: Option<FailureMode>) -> Answer {
     let Some(mode) = fallback else { return problem(error) };
     let extra =
         [("EdgeBucket-Fallback", mode.label().to_owned()), ("Access-Control-Expose-Headers", EXPOSED.to_owned())];
-    problem_with(error.status, error.body(), &extra)
+    problem_with(error.status, error.body(), extra)
 }
 
 /// A problem document already serialized, with extra `headers`.
-///
-/// # Errors
-/// Only if the runtime refuses the headers.
-pub fn problem_with(status: u16, body: String, headers: &[(&str, String)]) -> worker::Result<Response> {
-    add(with_type(Response::ok(body)?.with_status(status), "application/problem+json")?, headers)
+pub fn problem_with(status: u16, body: String, headers: impl IntoIterator<Item = (&'static str, String)>) -> Answer {
+    Answer::new(status, "application/problem+json", body).with(headers)
 }
 
-/// Sets `headers` on `response`.
-///
-/// # Errors
-/// Only if the runtime refuses a header.
-pub fn add(mut response: Response, headers: &[(&str, String)]) -> worker::Result<Response> {
-    for (name, value) in headers {
-        response.headers_mut().set(name, value)?;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_head_alternates_names_and_values() {
+        let answer = json_text(200, "{}".into()).with([("RateLimit", "\"b\";r=1;t=0".to_owned())]);
+        assert_eq!(answer.head().unwrap(), "Content-Type\napplication/json\nRateLimit\n\"b\";r=1;t=0");
     }
-    Ok(response)
-}
 
-fn with_type(mut response: Response, content_type: &str) -> worker::Result<Response> {
-    response.headers_mut().set("Content-Type", content_type)?;
-    Ok(response)
-}
-
-/// Copies `headers` into a new, mutable header map (fetched responses have immutable ones).
-///
-/// # Errors
-/// Only if the runtime fails.
-pub fn mutable_copy(headers: &Headers) -> worker::Result<Headers> {
-    let copy = Headers::new();
-    for (name, value) in headers.entries() {
-        copy.append(&name, &value)?;
+    #[test]
+    fn a_value_with_a_line_break_is_refused_not_split() {
+        let answer = json_text(200, "{}".into()).with([("Vary", "Origin\nX-Injected".to_owned())]);
+        assert_eq!(answer.head().unwrap_err().code, "INTERNAL_ERROR");
     }
-    Ok(copy)
+
+    #[test]
+    fn problems_carry_their_status_type_and_extra_headers() {
+        let answer = problem(&ApiError::new(405, "METHOD_NOT_ALLOWED", "allowed: GET, DELETE"));
+        assert_eq!(answer.status, 405);
+        assert_eq!(
+            answer.headers,
+            [("Content-Type", "application/problem+json".to_owned()), ("Allow", "GET, DELETE".to_owned())]
+        );
+        let unauthorized = problem(&ApiError::new(401, "UNAUTHORIZED", "no token"));
+        assert_eq!(unauthorized.headers[1], ("WWW-Authenticate", "Bearer".to_owned()));
+    }
 }

@@ -2,8 +2,6 @@
 //! headers. Rejections are 429 with the draft's `quota-exceeded` problem document extended with
 //! the decision; estimates are always 200.
 
-use worker::Response;
-
 use super::api::{self, DecisionBody, Endpoint, MAX_BODY_BYTES};
 use super::client::{self, Reply, Verdict};
 use super::errors::{self, ApiError};
@@ -13,7 +11,7 @@ use super::keys;
 use super::log::DecisionLine;
 use super::metrics;
 use super::protocol::{Command, Deleted, Outcome};
-use super::respond;
+use super::respond::{self, Answer};
 use super::settings::Settings;
 
 /// What serving an endpoint needs next.
@@ -24,7 +22,7 @@ pub enum Step {
     /// The bucket's answer to this command.
     Ask(Command),
     /// Nothing: this is the answer.
-    Answer(worker::Result<Response>),
+    Answer(Answer),
 }
 
 /// The first step of `endpoint`: authorize, then read the body, ask the bucket, or answer.
@@ -74,46 +72,38 @@ fn ask(endpoint: &Endpoint, command: Command, settings: &Settings, started: f64)
         None => Ok(Step::Ask(command)),
         Some(error) if command.is_decision() => {
             let verdict = Verdict { result: Err(error), fallback: None, failure: None };
-            Ok(Step::Answer(Ok(decision(verdict, settings, key_of(endpoint), &command, started))))
+            Ok(Step::Answer(decision(verdict, settings, key_of(endpoint), &command, started)))
         }
         Some(error) => Err(error),
     }
 }
 
 /// The answer once the bucket replied to `command`.
-pub fn with_reply(endpoint: &Endpoint, command: &Command, reply: Reply, settings: &Settings, started: f64) -> Response {
+pub fn with_reply(endpoint: &Endpoint, command: &Command, reply: Reply, settings: &Settings, started: f64) -> Answer {
     let key = key_of(endpoint);
-    let response = match command {
-        Command::Delete => deleted(reply).or_else(|error| respond::counted_problem(&error)),
+    match command {
+        Command::Delete => deleted(reply).unwrap_or_else(|error| respond::counted_problem(&error)),
         _ if command.is_decision() => {
-            Ok(decision(client::verdict(settings, key, command, reply), settings, key, command, started))
+            decision(client::verdict(settings, key, command, reply), settings, key, command, started)
         }
         _ => match client::verdict(settings, key, command, reply).result {
-            Ok(outcome) => respond::json(200, &DecisionBody::new(key, &outcome), &[]),
+            Ok(outcome) => respond::json(200, &DecisionBody::new(key, &outcome), Vec::new()),
             Err(error) => respond::counted_problem(&error),
         },
-    };
-    response.unwrap_or_else(|e| respond::runtime_failure(&e))
+    }
 }
 
 /// Consume or reserve: log, count, answer with headers. Errors are answered here too, so that
 /// each request is logged once with its verdict or error.
-fn decision(verdict: Verdict, settings: &Settings, key: &str, command: &Command, started: f64) -> Response {
+fn decision(verdict: Verdict, settings: &Settings, key: &str, command: &Command, started: f64) -> Answer {
     let line = DecisionLine::new(key, command, client::js_millis() as f64 - started);
-    let response = match verdict.logged(line, command, settings) {
+    match verdict.logged(line, command, settings) {
         Ok((outcome, context)) => answer(key, outcome, command, &verdict, context),
         Err(error) => respond::decision_problem(error, verdict.fallback),
-    };
-    response.unwrap_or_else(|e| respond::runtime_failure(&e))
+    }
 }
 
-fn answer(
-    key: &str,
-    outcome: &Outcome,
-    command: &Command,
-    verdict: &Verdict,
-    context: Context,
-) -> worker::Result<Response> {
+fn answer(key: &str, outcome: &Outcome, command: &Command, verdict: &Verdict, context: Context) -> Answer {
     let headers = headers::for_outcome(outcome, context);
     let mut body = DecisionBody::new(key, outcome);
     body.fallback = verdict.fallback.map(|f| f.label());
@@ -123,18 +113,18 @@ fn answer(
         body.wait_ms = Some(0); // nothing was reserved and the caller may go: no wait to obey
     }
     if body.allowed || command.is_estimate() {
-        return respond::json(200, &body, &headers);
+        return respond::json(200, &body, headers);
     }
     let mut problem = errors::quota_exceeded(outcome);
-    if let (Some(problem), serde_json::Value::Object(decision)) =
-        (problem.as_object_mut(), serde_json::to_value(&body)?)
+    if let (Some(problem), Ok(serde_json::Value::Object(decision))) =
+        (problem.as_object_mut(), serde_json::to_value(&body))
     {
         problem.extend(decision);
     }
-    respond::problem_with(429, problem.to_string(), &headers)
+    respond::problem_with(429, problem.to_string(), headers)
 }
 
-fn deleted(reply: Reply) -> Result<Response, ApiError> {
+fn deleted(reply: Reply) -> Result<Answer, ApiError> {
     let unavailable =
         |e: String| ApiError::new(503, "RATE_LIMITER_UNAVAILABLE", format!("the bucket could not be deleted: {e}"));
     let (status, body) = reply.map_err(unavailable)?;
@@ -142,10 +132,10 @@ fn deleted(reply: Reply) -> Result<Response, ApiError> {
         return Err(unavailable(body));
     }
     let deleted: Deleted = serde_json::from_str(&body).map_err(|e| unavailable(e.to_string()))?;
-    respond::json(200, &deleted, &[]).map_err(runtime)
+    Ok(respond::json(200, &deleted, Vec::new()))
 }
 
-fn policies(settings: &Settings) -> worker::Result<Response> {
+fn policies(settings: &Settings) -> Answer {
     let list: serde_json::Map<String, serde_json::Value> = settings
         .policies
         .iter()
@@ -158,13 +148,11 @@ fn policies(settings: &Settings) -> worker::Result<Response> {
             (p.name.clone(), entry)
         })
         .collect();
-    respond::json(200, &list, &[])
+    respond::json(200, &list, Vec::new())
 }
 
-fn metrics_text() -> worker::Result<Response> {
-    let mut response = Response::ok(metrics::with(|m| m.render()))?;
-    response.headers_mut().set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")?;
-    Ok(response)
+fn metrics_text() -> Answer {
+    Answer::new(200, "text/plain; version=0.0.4; charset=utf-8", metrics::with(|m| m.render()))
 }
 
 /// 413: the body passed [`MAX_BODY_BYTES`], by `Content-Length` before anything was read, or
@@ -185,10 +173,6 @@ pub fn key_of(endpoint: &Endpoint) -> &str {
         | Endpoint::Delete(key) => key,
         Endpoint::Policies | Endpoint::Metrics => "",
     }
-}
-
-fn runtime(error: worker::Error) -> ApiError {
-    ApiError::internal(error.to_string())
 }
 
 /// A gateway bucket stays under the policy its key names: its route sends every request under
