@@ -13,10 +13,12 @@
 //!   time to full refill plus the policy's grace, so idle keys cost nothing.
 
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 // The #[durable_object] expansion names `wasm_bindgen`.
-use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
-use worker::{durable_object, js_sys, Env, Request, Response, ScheduledTime, SqlStorageValue, State};
+use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsCast, JsValue};
+use worker::wasm_bindgen_futures::{future_to_promise, JsFuture};
+use worker::{durable_object, js_sys, Env, Request, Response, SqlStorageValue, State};
 
 use super::client::js_millis;
 use super::decide::{self, Held};
@@ -37,10 +39,28 @@ pub struct BucketObject {
     held: RefCell<Option<Option<Held>>>,
     /// When the bucket may be deleted, epoch milliseconds (kept in storage too).
     idle_until: Cell<f64>,
-    /// When this instance's idle alarm is set for, epoch milliseconds; `None` when it has set none.
-    alarm_at: Cell<Option<f64>>,
+    /// When this instance's idle alarm is set for, epoch milliseconds; `None` when it has set
+    /// none. Shared with the wait for an alarm write, which clears it if the write fails.
+    alarm_at: Rc<Cell<Option<f64>>>,
     /// Whether the table exists (the first write creates it; a read never does).
     table_ready: Cell<bool>,
+    /// [`WRITE`] as a JavaScript string, made once: the statement's text would otherwise cross
+    /// the boundary on every write.
+    write: JsValue,
+}
+
+/// The one statement a decision runs.
+const WRITE: &str = "INSERT OR REPLACE INTO bucket (id, policy, state, idle_until) VALUES (0, ?, ?, ?)";
+
+#[wasm_bindgen(wasm_bindgen = ::worker::wasm_bindgen)]
+extern "C" {
+    /// The runtime's `SqlStorage`, for a call workers-rs does not offer.
+    type RawSql;
+
+    /// `exec(statement, a, b, c)`: workers-rs's `exec` takes the statement as Rust text and the
+    /// bindings as an array it builds and spreads on every call.
+    #[wasm_bindgen(method, catch, js_name = exec)]
+    fn exec3(this: &RawSql, statement: &JsValue, a: &JsValue, b: &JsValue, c: &JsValue) -> Result<JsValue, JsValue>;
 }
 
 impl worker::DurableObject for BucketObject {
@@ -50,8 +70,9 @@ impl worker::DurableObject for BucketObject {
             env,
             held: RefCell::new(None),
             idle_until: Cell::new(0.0),
-            alarm_at: Cell::new(None),
+            alarm_at: Rc::new(Cell::new(None)),
             table_ready: Cell::new(false),
+            write: JsValue::from_str(WRITE),
         }
     }
 
@@ -83,51 +104,78 @@ impl worker::DurableObject for BucketObject {
 /// call over RPC; `src/worker/entry.js` wraps it in a class extending `DurableObject`.
 #[wasm_bindgen(wasm_bindgen = ::worker::wasm_bindgen, wasm_bindgen_futures = ::worker::wasm_bindgen_futures)]
 impl BucketObject {
-    /// Decides `command` (a [`Command`] as JSON); resolves to `[status, body]`: 200 and the
-    /// outcome as JSON, or an error status and its problem document.
+    /// Decides `command` (a [`Command`] as JSON): `[status, body]`, 200 and the outcome as JSON
+    /// or an error status and its problem document; a promise of it when a storage operation
+    /// other than the bucket's write (an alarm, a deletion) must finish first.
+    ///
+    /// Not an `async fn`: that would build a promise and schedule a task for every decision,
+    /// while only about one in an idle period waits for anything.
     #[wasm_bindgen(js_name = decide)]
-    pub async fn decide_rpc(&self, command: String) -> Result<JsValue, JsValue> {
-        let (status, body) = self.answer(&command).await;
-        Ok(js_sys::Array::of2(&status.into(), &body.into()).into())
+    pub fn decide_rpc(&self, command: &str) -> JsValue {
+        // serde_json, not JSON.parse: JavaScript would round 64-bit integers.
+        match serde_json::from_str::<Command>(command) {
+            Ok(Command::Delete) => self.delete_command(),
+            Ok(command) => self.decide(&command).unwrap_or_else(|error| pair(failed(&error))),
+            Err(e) => pair(failed(&ApiError::bad_request("INVALID_COMMAND", e.to_string()))),
+        }
     }
 }
 
 impl BucketObject {
-    /// Decides a command given as JSON: 200 and the outcome, or an error status and its problem.
-    async fn answer(&self, command: &str) -> (u16, String) {
-        // serde_json, not JSON.parse: JavaScript would round 64-bit integers.
-        let command = match serde_json::from_str::<Command>(command) {
-            Ok(command) => command,
-            Err(e) => return failed(&ApiError::bad_request("INVALID_COMMAND", e.to_string())),
-        };
-        match self.handle(command).await {
-            Ok(body) => (200, body),
-            Err(error) => failed(&error),
-        }
-    }
-
-    async fn handle(&self, command: Command) -> Result<String, ApiError> {
-        if command == Command::Delete {
-            let deleted = Deleted { deleted: self.delete().await? };
-            return serde_json::to_string(&deleted).map_err(|e| ApiError::internal(e.to_string()));
-        }
+    /// A consume, reserve, inspection, replacement or reset: `[200, outcome]`, after the idle
+    /// alarm's write when the decision moved it.
+    fn decide(&self, command: &Command) -> Result<JsValue, ApiError> {
         let settings = settings::load(&self.env)?;
         self.load()?;
         let now = js_millis() * 1_000_000;
         let effect = {
             let mut held = self.held.borrow_mut();
-            decide::apply(held.as_mut().expect("loaded"), &command, &settings.policies, now)?
+            decide::apply(held.as_mut().expect("loaded"), command, &settings.policies, now)?
         };
-        if effect.changed {
-            self.persist(&settings, now)?;
-            // The decision is durable: answer it even if the idle alarm could not be set (the
-            // next write tries again). A 500 here would send the front worker into its failure
-            // mode for tokens already spent.
-            if let Err(error) = self.schedule_alarm().await {
+        let body = serde_json::to_string(&effect.outcome).map_err(|e| ApiError::internal(e.to_string()))?;
+        if !effect.changed {
+            return Ok(pair((200, body)));
+        }
+        self.persist(&settings, now)?;
+        // The decision is durable: answer it even if the idle alarm could not be set (the next
+        // write tries again). A 500 here would send the front worker into its failure mode for
+        // tokens already spent.
+        match self.schedule_alarm() {
+            Ok(None) => Ok(pair((200, body))),
+            Ok(Some(written)) => Ok(self.after_alarm(written, body)),
+            Err(error) => {
                 worker::console_error!("idle alarm not set: {} {}", error.code, error.message);
+                Ok(pair((200, body)))
             }
         }
-        serde_json::to_string(&effect.outcome).map_err(|e| ApiError::internal(e.to_string()))
+    }
+
+    /// `[200, body]` once the alarm is `written`; a failed write is logged and forgotten, so the
+    /// next write sets the alarm again.
+    fn after_alarm(&self, written: js_sys::Promise, body: String) -> JsValue {
+        let alarm_at = Rc::clone(&self.alarm_at);
+        after(written, move |result| {
+            if let Err(error) = result {
+                alarm_at.set(None);
+                worker::console_error!("idle alarm not set: {}", describe(&error));
+            }
+            (200, body)
+        })
+    }
+
+    /// `DELETE`: `[200, {"deleted": …}]` once storage is cleared.
+    fn delete_command(&self) -> JsValue {
+        let (existed, cleared) = match self.start_delete() {
+            Ok(started) => started,
+            Err(error) => return pair(failed(&error)),
+        };
+        after(cleared, move |result| match result {
+            Ok(_) => match serde_json::to_string(&Deleted { deleted: existed }) {
+                Ok(body) => (200, body),
+                Err(e) => failed(&ApiError::internal(e.to_string())),
+            },
+            Err(error) => failed(&js_storage(error)),
+        })
     }
 
     /// Reads the bucket on first use. Reading never creates storage: an unknown key stays free.
@@ -174,18 +222,17 @@ impl BucketObject {
             let held = held.as_ref().and_then(Option::as_ref).expect("a changed bucket exists");
             let grace = settings.policies.get(&held.policy).map_or(DEFAULT_GRACE, |p| p.idle_grace);
             let ttl_millis = round_up(held.bucket.idle_expiry_nanos(grace, now), MILLISECOND).unwrap_or(i64::MAX);
-            (held.policy.clone(), held.encode(), idle_deadline(now, ttl_millis))
+            (JsValue::from_str(&held.policy), held.encode(), idle_deadline(now, ttl_millis))
         };
-        let written = self.table().and_then(|sql| {
-            sql.exec(
-                "INSERT OR REPLACE INTO bucket (id, policy, state, idle_until) VALUES (0, ?, ?, ?)",
-                vec![policy.into(), bytes.into(), idle_until.into()],
-            )
+        let written = self.table().map_err(storage).and_then(|sql| {
+            let sql: &RawSql = sql.as_ref().unchecked_ref();
+            let state = js_sys::Uint8Array::from(bytes.as_slice());
+            sql.exec3(&self.write, &policy, &state, &idle_until.into()).map_err(js_storage)
         });
         if let Err(error) = written {
             *self.held.borrow_mut() = None;
             self.table_ready.set(false);
-            return Err(storage(error));
+            return Err(error);
         }
         self.idle_until.set(idle_until);
         Ok(())
@@ -206,20 +253,32 @@ impl BucketObject {
 
     /// One alarm per object instance: when it fires early (the bucket was used since), it is
     /// set again for the new deadline, so a busy bucket costs one alarm write per idle period.
-    /// A deadline brought forward (a reset, a replacement) moves it earlier.
-    async fn schedule_alarm(&self) -> Result<(), ApiError> {
+    /// A deadline brought forward (a reset, a replacement) moves it earlier. Returns the write
+    /// when one was issued.
+    fn schedule_alarm(&self) -> Result<Option<js_sys::Promise>, ApiError> {
         let deadline = self.idle_until.get();
         if self.alarm_at.get().is_some_and(|at| at <= deadline) {
-            return Ok(());
+            return Ok(None);
         }
-        self.set_alarm(deadline).await
+        self.write_alarm(deadline).map(Some)
+    }
+
+    /// Issues the alarm's write for `at_millis` and counts it as set (a failed write clears
+    /// it again); the promise settles with the write.
+    fn write_alarm(&self, at_millis: f64) -> Result<js_sys::Promise, ApiError> {
+        let storage = self.state.as_raw().storage().map_err(js_storage)?;
+        let at = js_sys::Date::new(&at_millis.into());
+        let written = storage.set_alarm(at, JsValue::NULL.unchecked_into()).map_err(js_storage)?;
+        self.alarm_at.set(Some(at_millis));
+        Ok(written)
     }
 
     async fn set_alarm(&self, at_millis: f64) -> Result<(), ApiError> {
-        let at = ScheduledTime::new(js_sys::Date::new(&at_millis.into()));
-        self.state.storage().set_alarm(at).await.map_err(storage)?;
-        self.alarm_at.set(Some(at_millis));
-        Ok(())
+        let written = self.write_alarm(at_millis)?;
+        JsFuture::from(written).await.map(|_| ()).map_err(|error| {
+            self.alarm_at.set(None);
+            js_storage(error)
+        })
     }
 
     /// The idle alarm: delete the bucket if it has been idle long enough, else wait again. A
@@ -233,7 +292,7 @@ impl BucketObject {
                 return Err(error);
             }
             worker::console_error!("deleting an unreadable bucket: {} {}", error.code, error.message);
-            return self.delete().await.map(|_| ());
+            return self.delete().await;
         }
         if !matches!(*self.held.borrow(), Some(Some(_))) {
             return Ok(());
@@ -241,11 +300,18 @@ impl BucketObject {
         if (js_millis() as f64) < self.idle_until.get() {
             return self.set_alarm(self.idle_until.get()).await;
         }
-        self.delete().await.map(|_| ())
+        self.delete().await
     }
 
-    /// Deletes everything the object stores; returns whether there was a bucket.
-    async fn delete(&self) -> Result<bool, ApiError> {
+    /// Deletes everything the object stores.
+    async fn delete(&self) -> Result<(), ApiError> {
+        let (_, cleared) = self.start_delete()?;
+        JsFuture::from(cleared).await.map(|_| ()).map_err(js_storage)
+    }
+
+    /// Forgets the bucket and issues the deletion of everything the object stores; returns
+    /// whether there was a bucket, and the deletion.
+    fn start_delete(&self) -> Result<(bool, js_sys::Promise), ApiError> {
         let existed = match self.load() {
             Ok(()) => matches!(*self.held.borrow(), Some(Some(_))),
             Err(_) => true, // unreadable, but there
@@ -254,9 +320,28 @@ impl BucketObject {
         *self.held.borrow_mut() = Some(None);
         self.alarm_at.set(None);
         self.table_ready.set(false);
-        self.state.storage().delete_all().await.map_err(storage)?;
-        Ok(existed)
+        let storage = self.state.as_raw().storage().map_err(js_storage)?;
+        Ok((existed, storage.delete_all().map_err(js_storage)?))
     }
+}
+
+/// `[status, body]` for the front worker.
+fn pair((status, body): (u16, String)) -> JsValue {
+    js_sys::Array::of2(&status.into(), &body.into()).into()
+}
+
+/// A promise of `[status, body]`: `answer` given how `pending` (a storage operation) settled.
+fn after(
+    pending: js_sys::Promise,
+    answer: impl FnOnce(Result<JsValue, JsValue>) -> (u16, String) + 'static,
+) -> JsValue {
+    let settled = async move { Ok(pair(answer(JsFuture::from(pending).await))) };
+    future_to_promise(settled).into()
+}
+
+/// The message of a JavaScript error, or the value as text.
+fn describe(error: &JsValue) -> String {
+    worker::Error::from(error.clone()).to_string()
 }
 
 /// `now` (ns) plus `ttl_millis`, in epoch milliseconds, within what a JavaScript `Date` holds.
@@ -280,6 +365,10 @@ fn failed(error: &ApiError) -> (u16, String) {
 
 fn storage(error: worker::Error) -> ApiError {
     ApiError::new(500, "STORAGE_ERROR", format!("storage failed: {error}"))
+}
+
+fn js_storage(error: JsValue) -> ApiError {
+    storage(worker::Error::from(error))
 }
 
 #[cfg(test)]
