@@ -148,8 +148,8 @@ impl Exchange {
         if !matches!(self.waiting, Waiting::Origin(_)) {
             return self.out_of_turn("origin_failed");
         }
-        let response = gateway::unreachable(&self.req, self.settings(), &error);
-        self.respond(response, true)
+        let answer = gateway::unreachable(&self.req, self.settings(), &error);
+        self.respond(answer, true)
     }
 }
 
@@ -181,7 +181,7 @@ impl Exchange {
                 }
                 Err(error) => self.respond(respond::counted_problem(&error), true),
             },
-            service::Step::Answer(response) => self.respond(response, true),
+            service::Step::Answer(answer) => self.respond(answer, true),
         }
     }
 
@@ -198,7 +198,7 @@ impl Exchange {
                 self.waiting = Waiting::Origin(headers);
                 js_sys::Array::of2(&Kind::Forward.into(), &upstream).into()
             }
-            gateway::Step::Answer(response) => self.respond(response, true),
+            gateway::Step::Answer(answer) => self.respond(answer, true),
         }
     }
 

@@ -3,7 +3,8 @@
 //! An [`Answer`] is built in Rust and turned into a `Response` by `entry.js` from three values
 //! (status, headers as one string, body). Building it through the runtime's `Headers` from
 //! Rust crossed the JavaScript boundary twice per header, each crossing a string copy and a typed
-//! array view: about a tenth of the JavaScript garbage per decision (docs/worker.md, "Speed").
+//! array view: about 0.5 of the 11.8 KB of JavaScript garbage per decision (docs/worker.md,
+//! "Speed").
 
 use serde::Serialize;
 
