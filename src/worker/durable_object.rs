@@ -150,13 +150,14 @@ impl BucketObject {
         }
     }
 
-    /// `[200, body]` once the alarm is `written`; a failed write is logged and forgotten, so the
-    /// next write sets the alarm again.
+    /// `[200, body]` once the alarm is `written`; a failed write is logged and forgotten (unless
+    /// a later write replaced it), so the next decision that writes the bucket sets it again.
     fn after_alarm(&self, written: js_sys::Promise, body: String) -> JsValue {
         let alarm_at = Rc::clone(&self.alarm_at);
+        let at = alarm_at.get(); // the time just written
         after(written, move |result| {
             if let Err(error) = result {
-                alarm_at.set(None);
+                forget_alarm(&alarm_at, at);
                 worker::console_error!("idle alarm not set: {}", describe(&error));
             }
             (200, body)
@@ -273,10 +274,12 @@ impl BucketObject {
         Ok(written)
     }
 
+    /// [`Self::write_alarm`], awaited (the alarm handler's way): a failed write is forgotten and
+    /// fails the handler, which the runtime retries.
     async fn set_alarm(&self, at_millis: f64) -> Result<(), ApiError> {
         let written = self.write_alarm(at_millis)?;
         JsFuture::from(written).await.map(|_| ()).map_err(|error| {
-            self.alarm_at.set(None);
+            forget_alarm(&self.alarm_at, Some(at_millis));
             js_storage(error)
         })
     }
@@ -322,6 +325,13 @@ impl BucketObject {
         self.table_ready.set(false);
         let storage = self.state.as_raw().storage().map_err(js_storage)?;
         Ok((existed, storage.delete_all().map_err(js_storage)?))
+    }
+}
+
+/// Forgets the alarm whose write failed, unless a later write already replaced it.
+fn forget_alarm(alarm_at: &Cell<Option<f64>>, failed: Option<f64>) {
+    if alarm_at.get() == failed {
+        alarm_at.set(None);
     }
 }
 
@@ -374,6 +384,16 @@ fn js_storage(error: JsValue) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_alarm_write_is_forgotten_unless_a_later_one_replaced_it() {
+        let alarm_at = Cell::new(Some(5_000.0));
+        forget_alarm(&alarm_at, Some(5_000.0));
+        assert_eq!(alarm_at.get(), None);
+        let moved_earlier = Cell::new(Some(3_000.0));
+        forget_alarm(&moved_earlier, Some(5_000.0));
+        assert_eq!(moved_earlier.get(), Some(3_000.0));
+    }
 
     #[test]
     fn only_an_undecodable_bucket_is_deleted_by_the_alarm() {

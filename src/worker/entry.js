@@ -49,6 +49,8 @@ export default {
         case STEP.RELAY:
           return step[1];
         default: // STEP.RESPOND
+          // Checked here too: most answers come after the body was read, and skipping the call
+          // saves an async function's promise per decision.
           if (step[4] && request.body && !request.bodyUsed) await drain(request);
           return response(step[1], step[2], step[3]);
       }
@@ -184,7 +186,8 @@ export class BucketObject extends DurableObject {
     return this.#bucket.alarm(info);
   }
 
-  /** Decides `command` (JSON); resolves to `[status, body]`. */
+  /** Decides `command` (JSON): `[status, body]`, or a promise of it while an alarm write or a
+   * deletion settles (the caller's RPC promise resolves to the pair either way). */
   decide(command) {
     return this.#bucket.decide(command);
   }

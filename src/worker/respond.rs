@@ -4,7 +4,8 @@
 //! (status, headers as one string, body). Building it through the runtime's `Headers` from
 //! Rust crossed the JavaScript boundary twice per header, each crossing a string copy and a typed
 //! array view: about 0.5 of the 11.8 KB of JavaScript garbage per decision (docs/worker.md,
-//! "Speed").
+//! "Speed"). The one exception is the bucket object's `fetch`, which only refuses and returns
+//! a workers-rs `Response`.
 
 use serde::Serialize;
 
