@@ -20,7 +20,7 @@ use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsCast, JsValue};
 use worker::wasm_bindgen_futures::{future_to_promise, JsFuture};
 use worker::{durable_object, js_sys, Env, Request, Response, SqlStorageValue, State};
 
-use super::client::js_millis;
+use super::client::{js_millis, now_nanos};
 use super::decide::{self, Held};
 use super::errors::ApiError;
 use super::protocol::{round_up, Command, Deleted, MILLISECOND};
@@ -127,7 +127,7 @@ impl BucketObject {
     fn decide(&self, command: &Command) -> Result<JsValue, ApiError> {
         let settings = settings::load(&self.env)?;
         self.load()?;
-        let now = js_millis() * 1_000_000;
+        let now = now_nanos();
         let effect = {
             let mut held = self.held.borrow_mut();
             decide::apply(held.as_mut().expect("loaded"), command, &settings.policies, now)?
