@@ -66,14 +66,19 @@ export class Scheduler {
   // A wait that does not complete (aborted, or a listener threw) gives its tokens back.
   async #serve(tokens, wait, signal) {
     if (wait > 0) {
+      const queue = waitingOn(this.#raw);
+      const reservation = { tokens, signal, returned: false, dueAt: 0, cancel: () => {}, schedule: null, fail: null, onAbort: null };
+      // Queued before onDelayed runs: a reservation the listener makes is behind this one, in
+      // the queue as in the bucket's debts.
+      queue.list.push(reservation);
       try {
         this.#listener?.onDelayed?.(wait);
       } catch (failure) {
-        ops.addTokens(this.#raw, tokens, readClock(this.#clock)); // the newest reservation: none behind it
+        this.#withdraw(queue, reservation);
         throw failure;
       }
       try {
-        await this.#wait(tokens, wait, signal);
+        await this.#wait(queue, reservation, wait);
       } catch (reason) {
         if (signal?.aborted) this.#listener?.onAborted?.(reason);
         throw reason;
@@ -83,47 +88,50 @@ export class Scheduler {
   }
 
   /**
-   * Waits out a reservation of `tokens`, or rejects with the signal's reason once it aborts. The
-   * aborted wait's tokens come back, and the waits made after it move up (see `#moveUp`).
+   * Waits out `reservation`, queued and reserved for `nanos`, or rejects with the signal's reason
+   * once it aborts (maybe already, by a listener's onDelayed).
    */
-  #wait(tokens, nanos, signal) {
-    const queue = waitingOn(this.#raw);
+  #wait(queue, reservation, nanos) {
+    const { signal } = reservation;
     return new Promise((resolve, reject) => {
-      const reservation = { tokens, signal, returned: false, cancel: () => {}, dueAt: 0, schedule: null, fail: null };
-      const leave = () => {
-        reservation.cancel();
-        const index = queue.list.indexOf(reservation);
-        if (index >= 0) queue.list.splice(index, 1);
-        signal?.removeEventListener('abort', onAbort);
-        return index;
-      };
-      const onAbort = () => {
-        const index = leave();
-        if (index >= 0) this.#moveUpSoon(queue, index, reservation);
+      const onAbort = (reservation.onAbort = () => {
+        this.#withdraw(queue, reservation);
         reject(signal.reason);
-      };
+      });
       reservation.fail = (error) => {
-        leave();
+        this.#leave(queue, reservation);
         reject(error);
       };
       reservation.schedule = (wait) => {
         reservation.cancel();
         reservation.dueAt = realNow() + Number(wait) / 1e6;
         reservation.cancel = after(timerMillis(wait), () => {
-          leave();
+          this.#leave(queue, reservation);
           resolve();
         });
       };
       if (signal?.aborted) {
-        // Aborted before the wait began (by a listener's onDelayed): the newest reservation.
-        ops.addTokens(this.#raw, tokens, readClock(this.#clock));
-        reject(signal.reason);
+        onAbort();
         return;
       }
-      queue.list.push(reservation);
       signal?.addEventListener('abort', onAbort, { once: true });
       reservation.schedule(nanos);
     });
+  }
+
+  /** Takes `reservation` off the queue and its timer and signal; its index, or -1 if it was gone. */
+  #leave(queue, reservation) {
+    reservation.cancel();
+    const index = queue.list.indexOf(reservation);
+    if (index >= 0) queue.list.splice(index, 1);
+    reservation.signal?.removeEventListener('abort', reservation.onAbort);
+    return index;
+  }
+
+  /** Ends `reservation` unserved: its tokens come back and the waits behind it move up. */
+  #withdraw(queue, reservation) {
+    const index = this.#leave(queue, reservation);
+    if (index >= 0) this.#moveUpSoon(queue, index, reservation);
   }
 
   /**

@@ -259,6 +259,50 @@ test('a wait that a listener aborts or fails in onDelayed returns its tokens', a
   assert.equal(bucket.getAvailableTokens(), 0, 'both reservations returned');
 });
 
+test('a reservation made in onDelayed queues behind the one being delayed, also after an abort', async (t) => {
+  const { bucket, scheduler, advance } = scenario(t);
+  bucket.tryConsume(10); // empty; 1 token per 100 ms
+  const order = [];
+  const controller = new AbortController();
+  const first = scheduler.consume(10, { signal: controller.signal }).catch((e) => order.push(e.name));
+  let inner;
+  const reentrant = bucket.toListenable({
+    onDelayed: () => {
+      inner ??= scheduler.consume(1).then(() => order.push('inner'));
+    },
+  });
+  const outer = reentrant.asScheduler().consume(5).then(() => order.push('outer'));
+  await advance(100);
+  controller.abort(); // the 10 come back; outer and inner are made again, in their order
+  await advance(0);
+  await advance(399);
+  assert.deepEqual(order, ['AbortError'], 'inner did not go first with the returned tokens');
+  await advance(1);
+  assert.deepEqual(order, ['AbortError', 'outer'], 'outer moved up to 400 ms');
+  await advance(99);
+  assert.deepEqual(order, ['AbortError', 'outer']);
+  await advance(1);
+  await Promise.all([first, outer, inner]);
+  assert.deepEqual(order, ['AbortError', 'outer', 'inner']);
+  assert.equal(bucket.getAvailableTokens(), 0);
+});
+
+test('a listener that reserves in onDelayed, then throws, lets its reservation move up', async (t) => {
+  const { bucket, scheduler, advance } = scenario(t);
+  bucket.tryConsume(10); // empty; 1 token per 100 ms
+  const failure = new Error('listener failed');
+  let inner;
+  const failing = bucket.toListenable({
+    onDelayed: () => {
+      inner = movesUp(scheduler.consume(1));
+      throw failure;
+    },
+  });
+  await assert.rejects(failing.asScheduler().consume(5), (e) => e === failure);
+  await inner.at(advance, 100); // not 600 ms: the failed wait's 5 tokens are not owed
+  assert.equal(bucket.getAvailableTokens(), 0);
+});
+
 test('waits longer than setTimeout allows are chained', async (t) => {
   t.mock.timers.enable({ apis: ['setTimeout'] });
   const clock = { t: 0 };
