@@ -7,22 +7,21 @@
 //!   changes nothing writes nothing.
 //! - Decisions never await between reading and writing the bucket, so they are serialized
 //!   without locks.
-//! - The state is the core codec's bytes in a BLOB (SQLite integers beyond 2^53 do not survive
-//!   workers-rs), the policy name in TEXT.
-//! - Refill is lazy: no refill alarms. One alarm deletes the bucket once it has been idle for its
-//!   time to full refill plus the policy's grace, so idle keys cost nothing.
+//! - The bucket's row: [`bucket_row`](super::bucket_row); the alarm that deletes an idle bucket:
+//!   [`idle_alarm`](super::idle_alarm).
 
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
 
 // The #[durable_object] expansion names `wasm_bindgen`.
-use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsCast, JsValue};
+use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
 use worker::wasm_bindgen_futures::{future_to_promise, JsFuture};
-use worker::{durable_object, js_sys, Env, Request, Response, SqlStorageValue, State};
+use worker::{durable_object, js_sys, Env, Request, Response, State};
 
+use super::bucket_row::{is_undecodable, js_storage, BucketRow};
 use super::client::{js_millis, now_nanos};
 use super::decide::{self, Held};
 use super::errors::ApiError;
+use super::idle_alarm::{AlarmWrite, IdleAlarm};
 use super::protocol::{round_up, Command, Deleted, MILLISECOND};
 use super::respond;
 use super::settings;
@@ -39,28 +38,8 @@ pub struct BucketObject {
     held: RefCell<Option<Option<Held>>>,
     /// When the bucket may be deleted, epoch milliseconds (kept in storage too).
     idle_until: Cell<f64>,
-    /// When this instance's idle alarm is set for, epoch milliseconds; `None` when it has set
-    /// none. Shared with the wait for an alarm write, which clears it if the write fails.
-    alarm_at: Rc<Cell<Option<f64>>>,
-    /// Whether the table exists (the first write creates it; a read never does).
-    table_ready: Cell<bool>,
-    /// [`WRITE`] as a JavaScript string, made once: the statement's text would otherwise cross
-    /// the boundary on every write.
-    write: JsValue,
-}
-
-/// The one statement a decision runs.
-const WRITE: &str = "INSERT OR REPLACE INTO bucket (id, policy, state, idle_until) VALUES (0, ?, ?, ?)";
-
-#[wasm_bindgen(wasm_bindgen = ::worker::wasm_bindgen)]
-extern "C" {
-    /// The runtime's `SqlStorage`, for a call workers-rs does not offer.
-    type RawSql;
-
-    /// `exec(statement, a, b, c)`: workers-rs's `exec` takes the statement as Rust text and the
-    /// bindings as an array it builds and spreads on every call.
-    #[wasm_bindgen(method, catch, js_name = exec)]
-    fn exec3(this: &RawSql, statement: &JsValue, a: &JsValue, b: &JsValue, c: &JsValue) -> Result<JsValue, JsValue>;
+    alarm: IdleAlarm,
+    row: BucketRow,
 }
 
 impl worker::DurableObject for BucketObject {
@@ -70,9 +49,8 @@ impl worker::DurableObject for BucketObject {
             env,
             held: RefCell::new(None),
             idle_until: Cell::new(0.0),
-            alarm_at: Rc::new(Cell::new(None)),
-            table_ready: Cell::new(false),
-            write: JsValue::from_str(WRITE),
+            alarm: IdleAlarm::default(),
+            row: BucketRow::default(),
         }
     }
 
@@ -91,7 +69,7 @@ impl worker::DurableObject for BucketObject {
     /// A failed alarm throws, so the runtime runs it again (with backoff): the bucket is neither
     /// lost to a passing storage error nor kept forever for want of a rescheduled alarm.
     async fn alarm(&self) -> worker::Result<Response> {
-        self.alarm_at.set(None);
+        self.alarm.clear();
         if let Err(error) = self.expire().await {
             worker::console_error!("idle alarm failed, to be retried: {} {}", error.code, error.message);
             return Err(worker::Error::RustError(format!("{}: {}", error.code, error.message)));
@@ -140,28 +118,14 @@ impl BucketObject {
         // The decision is durable: answer it even if the idle alarm could not be set (the next
         // write tries again). A 500 here would send the front worker into its failure mode for
         // tokens already spent.
-        match self.schedule_alarm() {
+        match self.alarm.schedule(&self.state, self.idle_until.get()) {
             Ok(None) => Ok(pair((200, body))),
-            Ok(Some(written)) => Ok(self.after_alarm(written, body)),
+            Ok(Some(write)) => Ok(after_alarm(write, body)),
             Err(error) => {
                 worker::console_error!("idle alarm not set: {} {}", error.code, error.message);
                 Ok(pair((200, body)))
             }
         }
-    }
-
-    /// `[200, body]` once the alarm is `written`; a failed write is logged and forgotten (unless
-    /// a later write replaced it), so the next decision that writes the bucket sets it again.
-    fn after_alarm(&self, written: js_sys::Promise, body: String) -> JsValue {
-        let alarm_at = Rc::clone(&self.alarm_at);
-        let at = alarm_at.get(); // the time just written
-        after(written, move |result| {
-            if let Err(error) = result {
-                forget_alarm(&alarm_at, at);
-                worker::console_error!("idle alarm not set: {}", describe(&error));
-            }
-            (200, body)
-        })
     }
 
     /// `DELETE`: `[200, {"deleted": …}]` once storage is cleared.
@@ -184,102 +148,45 @@ impl BucketObject {
         if self.held.borrow().is_some() {
             return Ok(());
         }
-        let sql = self.state.storage().sql();
-        let tables = sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'bucket'", None);
-        let exists = tables.map_err(storage)?.raw().next().is_some();
-        self.table_ready.set(exists);
-        let held = if exists { self.read_row()? } else { None };
+        let stored = self.row.read(&self.state.storage().sql())?;
+        let held = stored.map(|stored| {
+            self.idle_until.set(stored.idle_until);
+            stored.held
+        });
         *self.held.borrow_mut() = Some(held);
         Ok(())
-    }
-
-    fn read_row(&self) -> Result<Option<Held>, ApiError> {
-        let sql = self.state.storage().sql();
-        let cursor = sql.exec("SELECT policy, state, idle_until FROM bucket WHERE id = 0", None).map_err(storage)?;
-        let Some(row) = cursor.raw().next() else {
-            return Ok(None);
-        };
-        match row.map_err(storage)?.as_slice() {
-            [SqlStorageValue::String(policy), SqlStorageValue::Blob(bytes), idle_until] => {
-                self.idle_until.set(match idle_until {
-                    SqlStorageValue::Float(ms) => *ms,
-                    SqlStorageValue::Integer(ms) => *ms as f64,
-                    _ => 0.0,
-                });
-                let held = Held::decode(policy.clone(), bytes).map_err(|e| {
-                    ApiError::new(500, STORAGE_CORRUPT, format!("the stored bucket is unreadable: {e}"))
-                })?;
-                Ok(Some(held))
-            }
-            _ => Err(ApiError::new(500, STORAGE_CORRUPT, "the stored row has an unexpected shape")),
-        }
     }
 
     /// Writes the bucket and its idle deadline; on failure forgets the in-memory copy so the
     /// next request reads what storage really holds.
     fn persist(&self, settings: &settings::Settings, now: i64) -> Result<(), ApiError> {
-        let (policy, bytes, idle_until) = {
+        let written = {
             let held = self.held.borrow();
             let held = held.as_ref().and_then(Option::as_ref).expect("a changed bucket exists");
             let grace = settings.policies.get(&held.policy).map_or(DEFAULT_GRACE, |p| p.idle_grace);
             let ttl_millis = round_up(held.bucket.idle_expiry_nanos(grace, now), MILLISECOND).unwrap_or(i64::MAX);
-            (JsValue::from_str(&held.policy), held.encode(), idle_deadline(now, ttl_millis))
+            let idle_until = idle_deadline(now, ttl_millis);
+            let sql = self.state.storage().sql();
+            self.row.write(&sql, &held.policy, &held.encode(), idle_until).map(|()| idle_until)
         };
-        let written = self.table().map_err(storage).and_then(|sql| {
-            let sql: &RawSql = sql.as_ref().unchecked_ref();
-            let state = js_sys::Uint8Array::from(bytes.as_slice());
-            sql.exec3(&self.write, &policy, &state, &idle_until.into()).map_err(js_storage)
-        });
-        if let Err(error) = written {
-            *self.held.borrow_mut() = None;
-            self.table_ready.set(false);
-            return Err(error);
+        match written {
+            Ok(idle_until) => {
+                self.idle_until.set(idle_until);
+                Ok(())
+            }
+            Err(error) => {
+                *self.held.borrow_mut() = None;
+                Err(error)
+            }
         }
-        self.idle_until.set(idle_until);
-        Ok(())
     }
 
-    /// The SQL storage, with the bucket table created if this instance has not yet seen it.
-    fn table(&self) -> worker::Result<worker::SqlStorage> {
-        let sql = self.state.storage().sql();
-        if !self.table_ready.get() {
-            sql.exec(
-                "CREATE TABLE IF NOT EXISTS bucket (id INTEGER PRIMARY KEY, policy TEXT NOT NULL, state BLOB NOT NULL, idle_until REAL NOT NULL)",
-                None,
-            )?;
-            self.table_ready.set(true);
-        }
-        Ok(sql)
-    }
-
-    /// One alarm per object instance: when it fires early (the bucket was used since), it is
-    /// set again for the new deadline, so a busy bucket costs one alarm write per idle period.
-    /// A deadline brought forward (a reset, a replacement) moves it earlier. Returns the write
-    /// when one was issued.
-    fn schedule_alarm(&self) -> Result<Option<js_sys::Promise>, ApiError> {
-        let deadline = self.idle_until.get();
-        if self.alarm_at.get().is_some_and(|at| at <= deadline) {
-            return Ok(None);
-        }
-        self.write_alarm(deadline).map(Some)
-    }
-
-    /// Issues the alarm's write for `at_millis` and counts it as set (a failed write clears
-    /// it again); the promise settles with the write.
-    fn write_alarm(&self, at_millis: f64) -> Result<js_sys::Promise, ApiError> {
-        let storage = self.state.as_raw().storage().map_err(js_storage)?;
-        let at = js_sys::Date::new(&at_millis.into());
-        let written = storage.set_alarm(at, JsValue::NULL.unchecked_into()).map_err(js_storage)?;
-        self.alarm_at.set(Some(at_millis));
-        Ok(written)
-    }
-
-    /// [`Self::write_alarm`], awaited (the alarm handler's way): a failed write is forgotten and
-    /// fails the handler, which the runtime retries.
+    /// The alarm for `at_millis`, written and awaited (the alarm handler's way): a failed write
+    /// is forgotten and fails the handler, which the runtime retries.
     async fn set_alarm(&self, at_millis: f64) -> Result<(), ApiError> {
-        let written = self.write_alarm(at_millis)?;
-        JsFuture::from(written).await.map(|_| ()).map_err(|error| {
-            forget_alarm(&self.alarm_at, Some(at_millis));
+        let write = self.alarm.write(&self.state, at_millis)?;
+        JsFuture::from(write.written.clone()).await.map(|_| ()).map_err(|error| {
+            write.failed();
             js_storage(error)
         })
     }
@@ -321,18 +228,23 @@ impl BucketObject {
         };
         // Forget first: a request arriving while storage is cleared starts a fresh bucket.
         *self.held.borrow_mut() = Some(None);
-        self.alarm_at.set(None);
-        self.table_ready.set(false);
+        self.alarm.clear();
+        self.row.forget();
         let storage = self.state.as_raw().storage().map_err(js_storage)?;
         Ok((existed, storage.delete_all().map_err(js_storage)?))
     }
 }
 
-/// Forgets the alarm whose write failed, unless a later write already replaced it.
-fn forget_alarm(alarm_at: &Cell<Option<f64>>, failed: Option<f64>) {
-    if alarm_at.get() == failed {
-        alarm_at.set(None);
-    }
+/// `[200, body]` once the alarm `write` settles; a failed write is logged and forgotten, so the
+/// next decision that writes the bucket sets it again.
+fn after_alarm(write: AlarmWrite, body: String) -> JsValue {
+    after(write.written.clone(), move |result| {
+        if let Err(error) = result {
+            write.failed();
+            worker::console_error!("idle alarm not set: {}", describe(&error));
+        }
+        (200, body)
+    })
 }
 
 /// `[status, body]` for the front worker.
@@ -360,46 +272,6 @@ fn idle_deadline(now: i64, ttl_millis: i64) -> f64 {
     ((now / 1_000_000) as f64 + ttl_millis as f64).min(MAX_DATE_MILLIS)
 }
 
-/// The code of a stored bucket that was read but cannot be decoded.
-const STORAGE_CORRUPT: &str = "STORAGE_CORRUPT";
-
-/// Whether `error` says the stored bucket itself is bad, which no retry mends (as opposed to
-/// storage failing to answer).
-fn is_undecodable(error: &ApiError) -> bool {
-    error.code == STORAGE_CORRUPT
-}
-
 fn failed(error: &ApiError) -> (u16, String) {
     (error.status, error.body())
-}
-
-fn storage(error: worker::Error) -> ApiError {
-    ApiError::new(500, "STORAGE_ERROR", format!("storage failed: {error}"))
-}
-
-fn js_storage(error: JsValue) -> ApiError {
-    storage(worker::Error::from(error))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_failed_alarm_write_is_forgotten_unless_a_later_one_replaced_it() {
-        let alarm_at = Cell::new(Some(5_000.0));
-        forget_alarm(&alarm_at, Some(5_000.0));
-        assert_eq!(alarm_at.get(), None);
-        let moved_earlier = Cell::new(Some(3_000.0));
-        forget_alarm(&moved_earlier, Some(5_000.0));
-        assert_eq!(moved_earlier.get(), Some(3_000.0));
-    }
-
-    #[test]
-    fn only_an_undecodable_bucket_is_deleted_by_the_alarm() {
-        assert!(is_undecodable(&ApiError::new(500, STORAGE_CORRUPT, "bad bytes")));
-        let passing = storage(worker::Error::RustError("SQLITE_BUSY".into()));
-        assert_eq!(passing.code, "STORAGE_ERROR");
-        assert!(!is_undecodable(&passing));
-    }
 }

@@ -12,7 +12,8 @@
 //!   [`service`](crate::worker::service) for `/v1`, [`gateway`](crate::worker::gateway) for the rest,
 //!   with its [`cors`](crate::worker::cors);
 //! - deciding: [`client`](crate::worker::client) asks the key's
-//!   [`durable_object`](crate::worker::durable_object), or falls back per
+//!   [`durable_object`](crate::worker::durable_object) (its [`bucket_row`](crate::worker::bucket_row)
+//!   and [`idle_alarm`](crate::worker::idle_alarm)), or falls back per
 //!   [`failure`](crate::worker::failure); [`decide`](crate::worker::decide) is the logic both
 //!   share, [`protocol`](crate::worker::protocol) what they exchange;
 //! - answers: [`headers`](crate::worker::headers), [`errors`](crate::worker::errors),
@@ -23,6 +24,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod bucket_row;
 pub mod client;
 pub mod cors;
 pub mod decide;
@@ -33,6 +35,7 @@ pub mod exchange;
 pub mod failure;
 pub mod gateway;
 pub mod headers;
+pub mod idle_alarm;
 pub mod incoming;
 pub mod keys;
 pub mod log;

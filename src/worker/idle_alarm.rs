@@ -1,0 +1,93 @@
+//! The object's one alarm, which deletes its bucket once idle for its time to full refill plus
+//! the policy's grace, so idle keys cost nothing. Refill is lazy: there are no refill alarms.
+//!
+//! One alarm per object instance: when it fires early (the bucket was used since), it is set
+//! again for the new deadline, so a busy bucket costs one alarm write per idle period. A deadline
+//! brought forward (a reset, a replacement) moves it earlier.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use worker::wasm_bindgen::{JsCast, JsValue};
+use worker::{js_sys, State};
+
+use super::bucket_row::js_storage;
+use super::errors::ApiError;
+
+/// When the alarm is set for, as far as this instance knows.
+#[derive(Debug, Default)]
+pub struct IdleAlarm {
+    /// Epoch milliseconds; `None` when this instance has set none (or it fired, or its write
+    /// failed). Shared with the writes in flight, which clear it if they fail.
+    at: Rc<Cell<Option<f64>>>,
+}
+
+/// An alarm write in flight.
+pub struct AlarmWrite {
+    /// Settles with the write.
+    pub written: js_sys::Promise,
+    at: f64,
+    set: Rc<Cell<Option<f64>>>,
+}
+
+impl AlarmWrite {
+    /// Forgets the alarm because its write failed, unless a later write already replaced it; the
+    /// next write of the bucket then sets it again.
+    pub fn failed(&self) {
+        forget(&self.set, self.at);
+    }
+}
+
+impl IdleAlarm {
+    /// Writes the alarm for `deadline` (epoch milliseconds) unless it is already set for that
+    /// time or earlier; the write, when one was issued.
+    ///
+    /// # Errors
+    /// `STORAGE_ERROR` when the write cannot be issued.
+    pub fn schedule(&self, state: &State, deadline: f64) -> Result<Option<AlarmWrite>, ApiError> {
+        if self.at.get().is_some_and(|at| at <= deadline) {
+            return Ok(None);
+        }
+        self.write(state, deadline).map(Some)
+    }
+
+    /// Issues the write for `at` (epoch milliseconds) and counts the alarm as set from now on:
+    /// decisions meanwhile need not write it again. [`AlarmWrite::failed`] undoes that.
+    ///
+    /// # Errors
+    /// `STORAGE_ERROR` when the write cannot be issued.
+    pub fn write(&self, state: &State, at: f64) -> Result<AlarmWrite, ApiError> {
+        let storage = state.as_raw().storage().map_err(js_storage)?;
+        let when = js_sys::Date::new(&at.into());
+        let written = storage.set_alarm(when, JsValue::NULL.unchecked_into()).map_err(js_storage)?;
+        self.at.set(Some(at));
+        Ok(AlarmWrite { written, at, set: Rc::clone(&self.at) })
+    }
+
+    /// Counts no alarm as set: it fired, or storage was cleared.
+    pub fn clear(&self) {
+        self.at.set(None);
+    }
+}
+
+/// Clears `set` if it still holds the alarm at `failed`.
+fn forget(set: &Cell<Option<f64>>, failed: f64) {
+    if set.get() == Some(failed) {
+        set.set(None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_alarm_write_is_forgotten_unless_a_later_one_replaced_it() {
+        let set = Cell::new(Some(5_000.0));
+        forget(&set, 5_000.0);
+        assert_eq!(set.get(), None);
+        let moved_earlier = Cell::new(Some(3_000.0));
+        forget(&moved_earlier, 5_000.0);
+        assert_eq!(moved_earlier.get(), Some(3_000.0));
+    }
+}
