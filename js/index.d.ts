@@ -241,7 +241,11 @@ export class VerboseBucket {
   reset(): VerboseResult<void>;
 }
 
-/** Waits as promises: fair (reservations queue in order) and never blocking. */
+/**
+ * Waits as promises: fair (reservations queue in order) and never blocking. A wait's time is set
+ * when it is reserved: `reset`, `addTokens` or a new configuration meanwhile do not shorten it
+ * (as in Bucket4j); only an aborted wait moves up the waits behind it.
+ */
 export class Scheduler {
   private constructor();
   /** Resolves once `tokens` are consumed; on abort rejects with `signal.reason` and returns the tokens. */
