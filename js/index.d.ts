@@ -244,7 +244,8 @@ export class VerboseBucket {
 /**
  * Waits as promises: fair (reservations queue in order) and never blocking. A wait's time is set
  * when it is reserved: `reset`, `addTokens` or a new configuration meanwhile do not shorten it
- * (as in Bucket4j); only an aborted wait moves up the waits behind it.
+ * (as in Bucket4j). A wait that ends unserved (aborted, or its listener threw) returns its
+ * tokens and makes the waits behind it again, against the bucket as it is then.
  */
 export class Scheduler {
   private constructor();

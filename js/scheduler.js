@@ -88,8 +88,9 @@ export class Scheduler {
   }
 
   /**
-   * Waits out `reservation`, queued and reserved for `nanos`, or rejects with the signal's reason
-   * once it aborts (maybe already, by a listener's onDelayed).
+   * Waits out `reservation`, queued and reserved for `nanos`. Rejects with the signal's reason once
+   * it aborts (maybe already, by a listener's onDelayed), or with `RESERVATION_OVERFLOW` if moving
+   * it up finds its wait unbounded (see `#moveUp`).
    */
   #wait(queue, reservation, nanos) {
     const { signal } = reservation;
@@ -124,7 +125,8 @@ export class Scheduler {
     reservation.cancel();
     const index = queue.list.indexOf(reservation);
     if (index >= 0) queue.list.splice(index, 1);
-    reservation.signal?.removeEventListener('abort', reservation.onAbort);
+    const { signal, onAbort } = reservation;
+    if (signal && onAbort) signal.removeEventListener('abort', onAbort);
     return index;
   }
 
@@ -135,19 +137,19 @@ export class Scheduler {
   }
 
   /**
-   * Gives `aborted`'s tokens back and moves up the waits from `index` on, in a microtask queued
+   * Gives `withdrawn`'s tokens back and moves up the waits from `index` on, in a microtask queued
    * before the rejection: one step, so that nothing sees the returned tokens while the debts
    * behind them are still counted (adding back is capped at capacity), and after the other
    * aborts of the same dispatch (one signal may end several waits).
    */
-  #moveUpSoon(queue, index, aborted) {
+  #moveUpSoon(queue, index, withdrawn) {
     queue.from = Math.min(queue.from, index);
-    queue.aborted.push(aborted);
+    queue.withdrawn.push(withdrawn);
     if (queue.pending) return;
     queue.pending = true;
     queueMicrotask(() => {
-      const [from, gone] = [queue.from, queue.aborted];
-      [queue.pending, queue.from, queue.aborted] = [false, Infinity, []];
+      const [from, gone] = [queue.from, queue.withdrawn];
+      [queue.pending, queue.from, queue.withdrawn] = [false, Infinity, []];
       this.#moveUp(gone.filter((each) => !each.returned), queue.list.slice(from));
     });
   }
@@ -193,7 +195,7 @@ const waiting = new WeakMap();
 
 function waitingOn(raw) {
   let queue = waiting.get(raw);
-  if (queue === undefined) waiting.set(raw, (queue = { list: [], from: Infinity, aborted: [], pending: false }));
+  if (queue === undefined) waiting.set(raw, (queue = { list: [], from: Infinity, withdrawn: [], pending: false }));
   return queue;
 }
 

@@ -129,11 +129,11 @@ pub fn is_undecodable(error: &ApiError) -> bool {
 }
 
 /// A failure of the object's storage, as a 500 `STORAGE_ERROR`.
-pub fn storage(error: worker::Error) -> ApiError {
+fn storage(error: worker::Error) -> ApiError {
     ApiError::new(500, "STORAGE_ERROR", format!("storage failed: {error}"))
 }
 
-/// [`storage`] for an error thrown by a JavaScript storage call.
+/// A failure of a JavaScript storage call, as a 500 `STORAGE_ERROR`.
 pub fn js_storage(error: JsValue) -> ApiError {
     storage(worker::Error::from(error))
 }

@@ -38,7 +38,9 @@ pub struct BucketObject {
     held: RefCell<Option<Option<Held>>>,
     /// When the bucket may be deleted, epoch milliseconds (kept in storage too).
     idle_until: Cell<f64>,
+    /// The alarm that deletes the bucket once idle.
     alarm: IdleAlarm,
+    /// The bucket's row in storage.
     row: BucketRow,
 }
 
@@ -235,8 +237,8 @@ impl BucketObject {
     }
 }
 
-/// `[200, body]` once the alarm `write` settles; a failed write is logged and forgotten, so the
-/// next decision that writes the bucket sets it again.
+/// `[200, body]` once the alarm `write` settles; a failed write is logged and forgotten (unless
+/// a later write replaced it), so the next decision that writes the bucket sets it again.
 fn after_alarm(write: AlarmWrite, body: String) -> JsValue {
     after(write.written.clone(), move |result| {
         if let Err(error) = result {

@@ -287,20 +287,30 @@ test('a reservation made in onDelayed queues behind the one being delayed, also 
   assert.equal(bucket.getAvailableTokens(), 0);
 });
 
-test('a listener that reserves in onDelayed, then throws, lets its reservation move up', async (t) => {
-  const { bucket, scheduler, advance } = scenario(t);
-  bucket.tryConsume(10); // empty; 1 token per 100 ms
-  const failure = new Error('listener failed');
-  let inner;
-  const failing = bucket.toListenable({
-    onDelayed: () => {
-      inner = movesUp(scheduler.consume(1));
-      throw failure;
-    },
-  });
-  await assert.rejects(failing.asScheduler().consume(5), (e) => e === failure);
-  await inner.at(advance, 100); // not 600 ms: the failed wait's 5 tokens are not owed
-  assert.equal(bucket.getAvailableTokens(), 0);
+test('a listener that reserves in onDelayed, then throws or aborts, lets its reservation move up', async (t) => {
+  for (const end of ['throws', 'aborts']) {
+    const { bucket, scheduler, advance, listener } = scenario(t);
+    bucket.tryConsume(10); // empty; 1 token per 100 ms
+    const failure = new Error('listener failed');
+    const controller = new AbortController();
+    let inner;
+    class Ending extends SimpleListener {
+      onDelayed(nanos) {
+        super.onDelayed(nanos);
+        inner = movesUp(scheduler.consume(1));
+        if (end === 'throws') throw failure;
+        controller.abort();
+      }
+    }
+    const ending = new Ending();
+    const outer = bucket.toListenable(ending).asScheduler().consume(5, { signal: controller.signal });
+    await assert.rejects(outer, end === 'throws' ? (e) => e === failure : { name: 'AbortError' });
+    await inner.at(advance, 100); // not 600 ms: the ended wait's 5 tokens are not owed
+    assert.equal(bucket.getAvailableTokens(), 0, end);
+    assert.deepEqual([ending.delayedNanos, ending.aborted, ending.consumed], [500 * MS, end === 'aborts' ? 1 : 0, 0], end);
+    assert.deepEqual([listener.delayedNanos, listener.aborted, listener.consumed], [600 * MS, 0, 10 + 1], end);
+    t.mock.timers.reset();
+  }
 });
 
 test('waits longer than setTimeout allows are chained', async (t) => {
