@@ -63,16 +63,17 @@ impl BucketRow {
     /// is there but cannot be read as a bucket.
     pub fn read(&self, sql: &SqlStorage) -> Result<Option<Stored>, ApiError> {
         let tables = sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'bucket'", None);
-        let exists = tables.map_err(storage)?.raw().next().is_some();
+        let exists = tables.map_err(ApiError::storage)?.raw().next().is_some();
         self.table_ready.set(exists);
         if !exists {
             return Ok(None);
         }
-        let cursor = sql.exec("SELECT policy, state, idle_until FROM bucket WHERE id = 0", None).map_err(storage)?;
+        let cursor =
+            sql.exec("SELECT policy, state, idle_until FROM bucket WHERE id = 0", None).map_err(ApiError::storage)?;
         let Some(row) = cursor.raw().next() else {
             return Ok(None);
         };
-        match row.map_err(storage)?.as_slice() {
+        match row.map_err(ApiError::storage)?.as_slice() {
             [SqlStorageValue::String(policy), SqlStorageValue::Blob(bytes), idle_until] => {
                 let held = Held::decode(policy.clone(), bytes).map_err(|e| {
                     ApiError::new(500, STORAGE_CORRUPT, format!("the stored bucket is unreadable: {e}"))
@@ -96,7 +97,7 @@ impl BucketRow {
         let written = self.create_table(sql).and_then(|()| {
             let raw: &RawSql = sql.as_ref().unchecked_ref();
             let state = js_sys::Uint8Array::from(state);
-            raw.exec3(&self.write, &policy.into(), &state, &idle_until.into()).map_err(js_storage)
+            raw.exec3(&self.write, &policy.into(), &state, &idle_until.into()).map_err(ApiError::storage)
         });
         if written.is_err() {
             self.forget();
@@ -115,7 +116,7 @@ impl BucketRow {
                 "CREATE TABLE IF NOT EXISTS bucket (id INTEGER PRIMARY KEY, policy TEXT NOT NULL, state BLOB NOT NULL, idle_until REAL NOT NULL)",
                 None,
             )
-            .map_err(storage)?;
+            .map_err(ApiError::storage)?;
             self.table_ready.set(true);
         }
         Ok(())
@@ -128,16 +129,6 @@ pub fn is_undecodable(error: &ApiError) -> bool {
     error.code == STORAGE_CORRUPT
 }
 
-/// A failure of the object's storage, as a 500 `STORAGE_ERROR`.
-fn storage(error: worker::Error) -> ApiError {
-    ApiError::new(500, "STORAGE_ERROR", format!("storage failed: {error}"))
-}
-
-/// A failure of a JavaScript storage call, as a 500 `STORAGE_ERROR`.
-pub fn js_storage(error: JsValue) -> ApiError {
-    storage(worker::Error::from(error))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,7 +136,7 @@ mod tests {
     #[test]
     fn only_an_undecodable_bucket_counts_as_undecodable() {
         assert!(is_undecodable(&ApiError::new(500, STORAGE_CORRUPT, "bad bytes")));
-        let passing = storage(worker::Error::RustError("SQLITE_BUSY".into()));
+        let passing = ApiError::storage(worker::Error::RustError("SQLITE_BUSY".into()));
         assert_eq!(passing.code, "STORAGE_ERROR");
         assert!(!is_undecodable(&passing));
     }

@@ -17,7 +17,7 @@ use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
 use worker::wasm_bindgen_futures::{future_to_promise, JsFuture};
 use worker::{durable_object, js_sys, Env, Request, Response, State};
 
-use super::bucket_row::{is_undecodable, js_storage, BucketRow};
+use super::bucket_row::{is_undecodable, BucketRow};
 use super::client::{js_millis, now_nanos};
 use super::decide::{self, Held};
 use super::errors::ApiError;
@@ -141,7 +141,7 @@ impl BucketObject {
                 Ok(body) => (200, body),
                 Err(e) => failed(&ApiError::internal(e.to_string())),
             },
-            Err(error) => failed(&js_storage(error)),
+            Err(error) => failed(&ApiError::storage(error)),
         })
     }
 
@@ -189,7 +189,7 @@ impl BucketObject {
         let write = self.alarm.write(&self.state, at_millis)?;
         JsFuture::from(write.written.clone()).await.map(|_| ()).map_err(|error| {
             write.failed();
-            js_storage(error)
+            ApiError::storage(error)
         })
     }
 
@@ -218,7 +218,7 @@ impl BucketObject {
     /// Deletes everything the object stores.
     async fn delete(&self) -> Result<(), ApiError> {
         let (_, cleared) = self.start_delete()?;
-        JsFuture::from(cleared).await.map(|_| ()).map_err(js_storage)
+        JsFuture::from(cleared).await.map(|_| ()).map_err(ApiError::storage)
     }
 
     /// Forgets the bucket and issues the deletion of everything the object stores; returns
@@ -232,8 +232,8 @@ impl BucketObject {
         *self.held.borrow_mut() = Some(None);
         self.alarm.clear();
         self.row.forget();
-        let storage = self.state.as_raw().storage().map_err(js_storage)?;
-        Ok((existed, storage.delete_all().map_err(js_storage)?))
+        let storage = self.state.as_raw().storage().map_err(ApiError::storage)?;
+        Ok((existed, storage.delete_all().map_err(ApiError::storage)?))
     }
 }
 

@@ -55,6 +55,11 @@ impl ApiError {
         Self::new(500, "INTERNAL_ERROR", message)
     }
 
+    /// 500 `STORAGE_ERROR`: the Durable Object's storage failed (a Rust or a JavaScript error).
+    pub fn storage(error: impl Into<worker::Error>) -> Self {
+        Self::new(500, "STORAGE_ERROR", format!("storage failed: {}", error.into()))
+    }
+
     /// Whether the error is the caller's (4xx) rather than ours.
     pub fn is_client_error(&self) -> bool {
         (400..500).contains(&self.status)

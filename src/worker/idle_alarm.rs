@@ -11,7 +11,6 @@ use std::rc::Rc;
 use worker::wasm_bindgen::{JsCast, JsValue};
 use worker::{js_sys, State};
 
-use super::bucket_row::js_storage;
 use super::errors::ApiError;
 
 /// When the alarm is set for, as far as this instance knows.
@@ -57,9 +56,9 @@ impl IdleAlarm {
     /// # Errors
     /// `STORAGE_ERROR` when the write cannot be issued.
     pub fn write(&self, state: &State, at: f64) -> Result<AlarmWrite, ApiError> {
-        let storage = state.as_raw().storage().map_err(js_storage)?;
+        let storage = state.as_raw().storage().map_err(ApiError::storage)?;
         let when = js_sys::Date::new(&at.into());
-        let written = storage.set_alarm(when, JsValue::NULL.unchecked_into()).map_err(js_storage)?;
+        let written = storage.set_alarm(when, JsValue::NULL.unchecked_into()).map_err(ApiError::storage)?;
         self.at.set(Some(at));
         Ok(AlarmWrite { written, at, set: Rc::clone(&self.at) })
     }
