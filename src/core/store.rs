@@ -47,12 +47,11 @@
 
 mod configurations;
 mod key_arena;
+mod key_hasher;
 mod slots;
 
-use std::hash::BuildHasher;
 use std::time::Duration;
 
-use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
 use super::bandwidth::Bandwidth;
@@ -65,6 +64,7 @@ use super::token_bucket as ops;
 use configurations::Configurations;
 pub use key_arena::MAX_KEY_BYTES;
 use key_arena::{KeyArena, KEY_SPACE_BYTES};
+use key_hasher::KeyHasher;
 use slots::{ExtraStates, PackedState, Slots};
 
 /// How a [`BucketStore`] bounds itself.
@@ -74,8 +74,9 @@ pub struct StoreOptions {
     pub max_keys: usize,
     /// How long a key is kept after its bucket is full again. Default 0.
     pub idle_grace: Duration,
-    /// Seeds the key hash. Keys often come from clients, so hosts should pass a random seed
-    /// (the wasm bindings use `getrandom`) to make collisions hard to provoke.
+    /// The secret every seed of the key hash comes from. Keys often come from clients, so
+    /// hosts should pass a random one (the wasm bindings use `getrandom`): with a known secret,
+    /// such as the default 0, keys that all collide can be computed in advance.
     pub hash_seed: u64,
 }
 
@@ -89,7 +90,7 @@ impl Default for StoreOptions {
 #[derive(Debug)]
 pub struct BucketStore {
     index: HashTable<u32>,
-    hasher: FixedState,
+    hasher: KeyHasher,
     slots: Slots,
     keys: KeyArena,
     extra: ExtraStates,
@@ -118,7 +119,7 @@ impl BucketStore {
         }
         Ok(BucketStore {
             index: HashTable::new(),
-            hasher: FixedState::with_seed(options.hash_seed),
+            hasher: KeyHasher::new(options.hash_seed),
             slots: Slots::default(),
             keys: KeyArena::default(),
             extra: ExtraStates::default(),
@@ -225,7 +226,7 @@ impl BucketStore {
     /// strategy cannot carry the tokens over. Nothing changes.
     pub fn supply(&mut self, key: &[u8], configuration: &BucketConfiguration, now: i64) -> Result<()> {
         check_key(key)?;
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hasher.hash(key);
         let found = self.find(hash, key).filter(|&id| !self.remove_if_expired(id, now));
         let entry = self.configurations.acquire(configuration, self.version);
         let outcome = match found {
@@ -239,7 +240,7 @@ impl BucketStore {
 
     /// True when `key` is held (expired or not).
     pub fn contains_key(&self, key: &[u8]) -> bool {
-        key.len() <= MAX_KEY_BYTES && self.find(self.hasher.hash_one(key), key).is_some()
+        key.len() <= MAX_KEY_BYTES && self.find(self.hasher.hash(key), key).is_some()
     }
 
     /// Drops `key`; returns whether it was held.
@@ -247,7 +248,7 @@ impl BucketStore {
         if key.len() > MAX_KEY_BYTES {
             return false;
         }
-        match self.find(self.hasher.hash_one(key), key) {
+        match self.find(self.hasher.hash(key), key) {
             Some(id) => {
                 self.remove_slot(id);
                 true
@@ -295,7 +296,7 @@ impl BucketStore {
         op: impl FnOnce(&[Bandwidth], &mut [BandwidthState]) -> Result<T>,
     ) -> Result<Option<T>> {
         check_key(key)?;
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hasher.hash(key);
         let id = match self.find(hash, key) {
             Some(id) if !self.is_outdated(id) => id,
             Some(id) => match self.refresh(id, now)? {
@@ -376,7 +377,7 @@ impl BucketStore {
         let BucketStore { index, slots, keys, hasher, .. } = self;
         index.insert_unique(hash, id, |&other| {
             let slot = slots.get(other);
-            hasher.hash_one(keys.get(slot.key, slot.key_len))
+            hasher.hash(keys.get(slot.key, slot.key_len))
         });
         self.len += 1;
         Ok(id)
@@ -436,8 +437,7 @@ impl BucketStore {
 
     fn remove_slot(&mut self, id: u32) {
         let slot = *self.slots.get(id);
-        if let Ok(found) =
-            self.index.find_entry(self.hasher.hash_one(self.keys.get(slot.key, slot.key_len)), |&x| x == id)
+        if let Ok(found) = self.index.find_entry(self.hasher.hash(self.keys.get(slot.key, slot.key_len)), |&x| x == id)
         {
             found.remove();
         }
