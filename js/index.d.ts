@@ -265,9 +265,9 @@ export interface StoreOptions {
   maxKeys?: number;
   /** How long a full bucket is kept before it may be swept (default 0). Expiry is eventual. */
   idleGrace?: Duration;
-  /** Configuration version (default 0). */
+  /** Configuration version, a whole number from 0 to 2^53 - 1 (default 0; left out in `configure`, the current one stays). */
   version?: number;
-  /** How outdated keys inherit tokens (default RESET). */
+  /** How outdated keys inherit tokens (default RESET; left out in `configure`, the current one stays). */
   strategy?: TokensInheritanceStrategy;
   /** 'millis' (default), 'nanos', or a time meter. */
   clock?: 'millis' | 'nanos' | TimeMeter;
@@ -282,6 +282,14 @@ export interface StoreOptions {
  */
 export class BucketStore {
   constructor(options: StoreOptions);
+  /**
+   * Sets the configuration (or supplier). Keys of a lower version than `version` get it on their
+   * next access, tokens carried over by `strategy`; keys at `version` keep theirs. Left out,
+   * `version` and `strategy` stay as they are: a new configuration alone is for new keys only.
+   *
+   * @example
+   * store.configure({ configuration: stricter, version: 2, strategy: TokensInheritanceStrategy.AS_IS });
+   */
   configure(options: Pick<StoreOptions, 'configuration' | 'version' | 'strategy'>): void;
   tryConsume(key: Key, tokens: Tokens): boolean;
   tryConsumeAndReturnRemaining(key: Key, tokens: Tokens): ConsumptionProbe;

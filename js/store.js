@@ -1,7 +1,7 @@
 // Many buckets by key in wasm memory: the Rust core's BucketStore (Bucket4j's ProxyManager
 // idea, local). See src/core/store.rs for the memory layout, expiry and eviction.
 import { invalidArgument, EdgeBucketError } from './errors.js';
-import { raw, writeKey, integerArg, tokensArg, fail, result, ARG_TOKENS, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
+import { raw, writeKey, integerArg, tokensArg, fail, result, describe, ARG_TOKENS, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
 import { BucketConfiguration, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
 import { clockOption, readClock } from './clock.js';
 import { consumptionProbe, estimationProbe } from './operations.js';
@@ -38,6 +38,8 @@ export class BucketStore {
   #raw;
   #clock;
   #supplier = null;
+  #version = 0;
+  #strategy = TokensInheritanceStrategy.RESET;
 
   constructor({ configuration, maxKeys = 1_000_000, idleGrace = 0, version = 0, strategy = TokensInheritanceStrategy.RESET, clock } = {}) {
     if (maxKeys !== Infinity && !Number.isSafeInteger(maxKeys)) {
@@ -49,26 +51,35 @@ export class BucketStore {
   }
 
   /**
-   * Sets the configuration (or supplier) and the version. Keys created under a lower version
-   * get the new configuration on their next access, tokens carried over by `strategy`.
+   * Sets the configuration (or supplier). Keys created under a lower version than `version`
+   * get it on their next access, tokens carried over by `strategy`; keys already at `version`
+   * keep theirs. Left out, `version` and `strategy` stay as they are, so a new configuration
+   * without a new version is for new keys only.
+   *
+   * @example
+   * store.configure({ configuration: stricter, version: 2, strategy: TokensInheritanceStrategy.AS_IS });
    */
   configure(options) {
     if (options === null || typeof options !== 'object') {
       throw invalidArgument('configure takes { configuration, version?, strategy? }');
     }
-    const { configuration, version = 0, strategy = TokensInheritanceStrategy.RESET } = options;
+    const { configuration, version = this.#version, strategy = this.#strategy } = options;
     const supplied = typeof configuration === 'function';
     if (!supplied && !(configuration instanceof BucketConfiguration)) {
       throw invalidArgument('configuration must be a BucketConfiguration or a function (key) => BucketConfiguration');
     }
-    if (typeof version !== 'number' || typeof strategy !== 'string') {
-      throw invalidArgument('version must be a number and strategy a TokensInheritanceStrategy');
+    if (!Number.isSafeInteger(version) || version < 0) {
+      throw invalidArgument(`version must be a whole number from 0 to 2^53 - 1, got ${describe(version)}`);
+    }
+    if (typeof strategy !== 'string') {
+      throw invalidArgument('strategy must be a TokensInheritanceStrategy');
     }
     // (A wasm-bindgen class passed by value would be moved into Rust and emptied: pass a reference.)
     const at = integerArg(version, ARG_TOKENS, 'version');
     if (supplied) this.#raw.configureSupplied(at, strategy);
     else this.#raw.configureDefault(rawConfiguration(configuration), at, strategy);
     this.#supplier = supplied ? configuration : null;
+    [this.#version, this.#strategy] = [version, strategy];
   }
 
   /** Consumes `tokens` from `key`'s bucket if it has them; whether it did. */

@@ -120,6 +120,30 @@ test('a new version replaces configurations on next access, with the strategy', 
   assert.equal(store.getAvailableTokens('new'), 1);
 });
 
+test('configure without a version or strategy keeps the current ones', () => {
+  const { store } = manual({ configuration: limit(100, 1) });
+  store.configure({ configuration: limit(200, 1), version: 3, strategy: 'ADDITIVE' });
+  store.tryConsume('old', 50); // created at version 3: 150 left
+  store.configure({ configuration: limit(10, 1) }); // still version 3: for new keys only
+  assert.equal(store.getAvailableTokens('new'), 10);
+  assert.equal(store.getAvailableTokens('old'), 150, 'a key at the current version keeps its configuration');
+  store.configure({ configuration: limit(300, 1), version: 4 }); // still ADDITIVE
+  assert.equal(store.getAvailableTokens('old'), 250, '150 + (300 - 200) by the kept strategy');
+  assert.equal(store.getAvailableTokens('new'), 300);
+});
+
+test('a version must be a whole number from 0 to 2^53 - 1', () => {
+  const { store } = manual({ configuration: limit(5, 1) });
+  for (const version of [1.5, -1, NaN, Infinity, 2 ** 53, 1n, '1', null]) {
+    assert.throws(
+      () => store.configure({ configuration: limit(1, 1), version }),
+      (error) => error instanceof EdgeBucketError && error.code === 'INVALID_ARGUMENT' && /version must be a whole number from 0 to 2\^53 - 1/.test(error.message),
+      String(version),
+    );
+  }
+  assert.equal(store.getAvailableTokens('k'), 5, 'the configuration stayed');
+});
+
 test('bad arguments throw EdgeBucketError and change nothing', () => {
   const { store } = manual({ configuration: limit(5, 1) });
   store.tryConsume('k', 2);
