@@ -65,9 +65,10 @@ impl DurationSpec {
             DurationSpec::Millis(ms) if *ms < 0.0 => {
                 Err(invalid(&describe_number(*ms), "a duration cannot be negative".into()))
             }
-            DurationSpec::Millis(ms) => whole_millis(*ms)
-                .map(|ms| ms as i128 * 1_000_000)
-                .map_err(|reason| invalid(&describe_number(*ms), reason.into())),
+            DurationSpec::Millis(ms) => whole_millis(*ms).map(|ms| ms as i128 * 1_000_000).map_err(|reason| {
+                let hint = if ms.is_finite() && ms.fract() != 0.0 { "; write \"1.5ms\" for fractions" } else { "" };
+                invalid(&describe_number(*ms), format!("{reason}{hint}"))
+            }),
             DurationSpec::Text(text) => {
                 humantime::parse_duration(text).map(|d| d.as_nanos() as i128).map_err(|e| invalid(text, e.to_string()))
             }
@@ -189,7 +190,7 @@ fn is_local_date_time(b: &[u8]) -> bool {
 /// Whole milliseconds within 2^53 - 1, else why not.
 fn whole_millis(ms: f64) -> std::result::Result<i64, &'static str> {
     if !ms.is_finite() || ms.fract() != 0.0 {
-        return Err("milliseconds must be a whole number; write \"1.5ms\" for fractions");
+        return Err("milliseconds must be a whole number");
     }
     if ms.abs() > MAX_EXACT_MILLIS {
         return Err("milliseconds beyond 2^53 - 1 are not exact");
@@ -314,7 +315,7 @@ impl<'de> Deserialize<'de> for InstantSpec {
 
 #[cfg(test)]
 mod tests {
-    use super::{describe_number, InstantSpec};
+    use super::{describe_number, DurationSpec, InstantSpec};
 
     fn instant(text: &str) -> crate::Result<i64> {
         InstantSpec::Text(text.into()).to_nanos()
@@ -357,6 +358,16 @@ mod tests {
         for bad in bad {
             assert_eq!(instant(bad).unwrap_err().code(), "INVALID_INSTANT", "{bad}");
         }
+    }
+
+    #[test]
+    fn only_a_fractional_duration_is_told_to_write_milliseconds_as_text() {
+        let message = |spec: DurationSpec| spec.to_nanos().unwrap_err().to_string();
+        assert!(message(DurationSpec::Millis(1.5)).contains("write \"1.5ms\" for fractions"));
+        assert!(!message(DurationSpec::Millis(f64::NAN)).contains("1.5ms"));
+        let instant = InstantSpec::Millis(1.5).to_nanos().unwrap_err();
+        assert_eq!(instant.code(), "INVALID_INSTANT");
+        assert!(!instant.to_string().contains("1.5ms"), "no instant is written \"1.5ms\": {instant}");
     }
 
     #[test]

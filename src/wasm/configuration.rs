@@ -23,6 +23,7 @@ impl RawConfiguration {
     #[wasm_bindgen(constructor)]
     pub fn new(input: JsValue) -> Result<RawConfiguration, JsValue> {
         let invalid = |reason: String| BindingError::from(Error::InvalidConfiguration { reason });
+        require_bandwidths_array(&input).map_err(invalid)?;
         let spec: ConfigurationSpec =
             serde_wasm_bindgen::from_value(input.clone()).map_err(|e| invalid(e.to_string()))?;
         reject_unknown_fields(&input, &to_js(&spec)?, "configuration").map_err(invalid)?;
@@ -71,7 +72,10 @@ fn reject_unknown_fields(input: &JsValue, parsed: &JsValue, at: &str) -> Result<
         for key in js_sys::Object::keys(input.unchecked_ref::<js_sys::Object>()).iter() {
             let value = js_sys::Reflect::get(input, &key).unwrap_or(JsValue::UNDEFINED);
             let name = key.as_string().unwrap_or_default();
-            if value.is_undefined() {
+            // An absent field, as serde_json reads `null` for an optional one (a required one
+            // set to null was refused above). Unlike serde_json's `deny_unknown_fields`, this lets
+            // a misspelt field through when it is null, which means what leaving it out means.
+            if value.is_undefined() || value.is_null() {
                 continue;
             }
             if !js_sys::Reflect::has(parsed, &key).unwrap_or(false) {
@@ -82,6 +86,19 @@ fn reject_unknown_fields(input: &JsValue, parsed: &JsValue, at: &str) -> Result<
         }
     }
     Ok(())
+}
+
+/// serde-wasm-bindgen reads anything but an array as a sequence through the iterator protocol,
+/// so `bandwidths: 5` would be refused with the runtime's `TypeError` about `Reflect.get`.
+fn require_bandwidths_array(input: &JsValue) -> Result<(), String> {
+    if !input.is_object() {
+        return Ok(()); // serde's own message says what a configuration is
+    }
+    let bandwidths = js_sys::Reflect::get(input, &"bandwidths".into()).unwrap_or(JsValue::UNDEFINED);
+    if bandwidths.is_undefined() || js_sys::Array::is_array(&bandwidths) {
+        return Ok(()); // a missing field is serde's to report
+    }
+    Err("bandwidths must be an array of bandwidths".into())
 }
 
 /// A strategy by its name (`RESET`, `PROPORTIONALLY`, `AS_IS`, `ADDITIVE`).

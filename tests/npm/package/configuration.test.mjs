@@ -57,6 +57,22 @@ test("rule violations keep the core's codes", () => {
   assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 1.5, refill: { kind: 'greedy', tokens: 1, period: '1s' } }] }), code('INVALID_CONFIGURATION'));
   assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 1, refill: { kind: 'sometimes', tokens: 1, period: '1s' } }] }), code('INVALID_CONFIGURATION'));
   assert.throws(() => BucketConfiguration.fromJSON(null), code('INVALID_CONFIGURATION'));
+  for (const bandwidths of [5, null, 'abc', { 0: 1 }]) {
+    assert.throws(
+      () => BucketConfiguration.fromJSON({ bandwidths }),
+      (e) => e.code === 'INVALID_CONFIGURATION' && /bandwidths must be an array/.test(e.message) && !/TypeError/.test(e.message),
+      JSON.stringify(bandwidths),
+    );
+  }
+});
+
+test('a field set to null reads as left out, as serde_json reads it', () => {
+  const refill = { kind: 'intervallyAligned', tokens: 10, period: '1s', firstRefillTime: 0, adaptiveInitialTokens: null };
+  const withNulls = BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 10, refill, initialTokens: null, id: null }] });
+  const { adaptiveInitialTokens, ...plain } = refill;
+  assert.ok(withNulls.equals(BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 10, refill: plain }] })));
+  assert.equal(adaptiveInitialTokens, null);
+  assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: null, refill: plain }] }), code('INVALID_CONFIGURATION'));
 });
 
 test('wrong types are INVALID_ARGUMENT at the call', () => {
