@@ -24,7 +24,7 @@ const REQUEST_INIT = new Set([
 /**
  * A fetch-compatible function that paces its requests. See client.d.ts for the options.
  *
- * @param {import('./client.js').ClientOptions} [options]
+ * @param {import('./index.d.ts').ClientOptions} [options]
  */
 export function createClient(options) {
   const config = clientOptions(options);
@@ -311,8 +311,9 @@ function passthrough(init) {
 
 /** Request content bytes, for `qu="content-bytes"` policies: the header, else the body as given. */
 function contentBytes(request, init) {
-  // Only digits count (RFC 9110 §8.6): a malformed header is ignored, as an absent one.
-  const header = request.headers.get('content-length');
+  // Browsers drop `Content-Length` from a Request (a forbidden request header), so the header as
+  // given in `init` counts too. Only digits count (RFC 9110 §8.6): a malformed header is ignored.
+  const header = request.headers.get('content-length') ?? givenHeader(init, 'content-length');
   const declared = header !== null && /^\d+$/.test(header) ? Number(header) : 0;
   if (Number.isSafeInteger(declared) && declared > 0) return declared;
   const body = init?.body;
@@ -321,6 +322,16 @@ function contentBytes(request, init) {
   if (typeof Blob === 'function' && body instanceof Blob) return body.size;
   if (body instanceof URLSearchParams) return body.toString().length;
   return 0;
+}
+
+/** A header of `init.headers` as given (a standalone Headers keeps what a Request drops). */
+function givenHeader(init, name) {
+  if (init?.headers === undefined || init.headers === null) return null;
+  try {
+    return new Headers(init.headers).get(name);
+  } catch {
+    return null; // the Request accepted these headers; a failure here only loses the hint
+  }
 }
 
 // A hook's error is the hook's bug: surface it without failing the request it observed, and

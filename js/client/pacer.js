@@ -229,7 +229,9 @@ export class Pacer {
 
   #waitFor(limit, demand, now) {
     if (limit.unit === CONCURRENCY_UNIT) {
-      return limit.quota !== undefined && limit.inflight.size >= limit.quota ? [Infinity, 'concurrency'] : [0, ''];
+      // A quota of 0 would hold every request for good (only a settling one wakes the queue):
+      // it is left to the server, whose refusals then slow the scope (the 429 learner).
+      return limit.quota >= 1 && limit.inflight.size >= limit.quota ? [Infinity, 'concurrency'] : [0, ''];
     }
     const cost = this.#cost(limit, demand);
     if (cost === 0) return [0, ''];
@@ -280,9 +282,10 @@ export class Pacer {
     const retryAfter = BLOCKING_STATUSES.has(status) ? observation.retryAfter : undefined;
     if (retryAfter !== undefined) scope.blockedUntil = Math.max(scope.blockedUntil, now + retryAfter);
     let told = retryAfter !== undefined;
-    for (const limit of observation.limits) {
-      told = this.#learnLimit(scope, record, status, limit, retryAfter !== undefined, now) || told;
-    }
+    // X-RateLimit's reset is mostly a clock time (an epoch second or a date, read against the
+    // server's Date, itself whole seconds): a second coarser than a `t` (see #holdUntilReset).
+    const answer = { record, status, retryAfterGiven: told, resetSlack: observation.dialect === 'x-ratelimit' ? 1000 : 0, now };
+    for (const limit of observation.limits) told = this.#learnLimit(scope, limit, answer) || told;
     if (status === 429 && !told) {
       const backoff = scope.learner.rejected(now);
       scope.blockedUntil = Math.max(scope.blockedUntil, now + backoff);
@@ -292,24 +295,31 @@ export class Pacer {
   }
 
   /** Learns one limit; whether it said when quota returns (`r` or `t`). */
-  #learnLimit(scope, record, status, seen, retryAfterGiven, now) {
+  #learnLimit(scope, seen, { record, status, retryAfterGiven, resetSlack, now }) {
     if (!PACED_UNITS.has(seen.unit) && seen.unit !== CONCURRENCY_UNIT) return false;
     scope.policies.set(seen.policy, seen.partitionKey);
     const limit = this.#limit(scope.origin, seen, scope.key);
     limit.unit = seen.unit;
     if (seen.quota !== undefined) limit.quota = seen.quota;
     if (seen.window !== undefined) limit.window = seen.window;
-    if (seen.reset !== undefined) limit.longestReset = Math.max(limit.longestReset, seen.reset);
+    // A refusal's reset may be a penalty (a ban of a day), not the window: it is held (below) but
+    // does not stretch the window guessed from resets.
+    if (seen.reset !== undefined && status < 400) limit.longestReset = Math.max(limit.longestReset, seen.reset);
     if (limit.unit === CONCURRENCY_UNIT) return false;
     this.#configure(limit);
     // A 429 naming only `t` (the draft's own example) means nothing remains until then.
     const remaining = seen.remaining ?? (status === 429 && seen.reset !== undefined ? 0 : undefined);
     if (remaining === undefined) return false;
+    const cost = record === undefined ? 1 : (limit.inflight.get(record.ticket.id)?.cost ?? 1);
     const estimate = this.#correct(limit, record, remaining);
-    if (!retryAfterGiven && seen.reset > 0) this.#holdUntilReset(limit, remaining, estimate, seen.reset, now);
-    // A 429 says when quota returns only with a reset or a known window: with neither, the
-    // window is a guess, and the 429 learner must slow the scope.
-    return status !== 429 || seen.reset !== undefined || limit.window !== undefined || limit.longestReset > 0;
+    if (!retryAfterGiven && seen.reset > 0) {
+      const flight = record === undefined ? 0 : now - record.at;
+      this.#holdUntilReset(limit, { remaining, estimate, cost, flight, resetSlack }, seen.reset, now);
+    }
+    // A 429 says when quota returns only with a reset, or with a window that paces (a bucket: a
+    // quota of 0 makes none); else the window is a guess, and the 429 learner must slow the scope.
+    const windowKnown = limit.window !== undefined || limit.longestReset > 0;
+    return status !== 429 || seen.reset !== undefined || (limit.bucket !== null && windowKnown);
   }
 
   /** (Re)configures a limit's bucket from what is known; a window never told is guessed from resets. */
@@ -343,7 +353,11 @@ export class Pacer {
     keepRoomForInflight(limit);
     const quota = limit.quota ?? Infinity;
     const likely = Math.min(remaining - unseen, quota);
-    const sure = likely - (mine?.overlap ?? 0);
+    // Without its own entry here (the limit was new to the request's scope when it left, or the
+    // ticket expired), nothing says what the server counted after this request: requests sent
+    // later may be answered already. The likely level is then trusted only as far as the local
+    // bucket, which a new limit's fresh bucket (full) does not bound.
+    const sure = mine ? likely - mine.overlap : -Infinity;
     if (limit.bucket === null) return likely;
     const level = Number(limit.bucket.getAvailableTokens());
     const estimate = Math.max(sure, Math.min(level, likely));
@@ -353,14 +367,17 @@ export class Pacer {
   }
 
   /**
-   * `t` with `r`: no more than `r` until `t` (a window's end). A token bucket that reports the
-   * wait for its next token rounded up to whole seconds is recognized (its `t` is within a second
-   * of our own wait) and our finer wait is kept, or every empty bucket would cost a second.
+   * `t` with `r`: no more than `r` until `t` (a window's end). A token bucket that reports its
+   * wait for the request's tokens rounded up to whole seconds is recognized and our finer wait is
+   * kept, or every empty bucket would cost a second. Its wait, when it answered, was at most ours
+   * now (our level is never above its own) plus the flight since: a `t` no longer than that
+   * rounded up is such a wait, give or take `resetSlack` for a coarser reset; a longer one is a
+   * window's end, held.
    */
-  #holdUntilReset(limit, remaining, estimate, reset, now) {
+  #holdUntilReset(limit, { remaining, estimate, cost, flight, resetSlack }, reset, now) {
     if (remaining === 0 && limit.bucket !== null) {
-      const ownWait = nanosToWait(limit.bucket, 1) / NANOS_PER_MS;
-      if (reset <= Math.ceil(ownWait / 1000) * 1000 + 1000) return;
+      const ownWait = nanosToWait(limit.bucket, cost) / NANOS_PER_MS;
+      if (reset <= Math.ceil((ownWait + flight) / 1000) * 1000 + resetSlack) return;
     }
     limit.allowance = { remaining: estimate, until: now + reset };
   }

@@ -232,6 +232,31 @@ test('r=0 with t: a window end is waited for; a token bucket rounding up to a se
   const bucket = setup();
   learn(bucket.pacer, { 'ratelimit-policy': '"b";q=10;w=1', ratelimit: '"b";r=0;t=1' });
   assert.deepEqual(bucket.pacer.acquire(demand()), { ok: false, wait: 100, reason: 'policy' });
+  // t=2 cannot be 100 ms rounded up: a window's end, held.
+  const window = setup();
+  learn(window.pacer, { 'ratelimit-policy': '"b";q=10;w=1', ratelimit: '"b";r=0;t=2' });
+  assert.deepEqual(window.pacer.acquire(demand()), { ok: false, wait: 2000, reason: 'reset' });
+});
+
+test('r=0 with an X-RateLimit reset, mostly a clock time: a second more', () => {
+  const { pacer } = setup();
+  const now = 1_000_000_000_000 - 400; // epoch ms: the reset below is 1.4 s away
+  const headers = { 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '1000000001' };
+  const grant = pacer.acquire(demand());
+  pacer.observe(grant.ticket, 200, readHeaders(headers, { now }));
+  const { window } = pacer.snapshot().limits[0];
+  assert.equal(window, undefined, 'X-RateLimit tells no window: it is guessed from the reset, 2 s');
+  // The next token is 200 ms away; 1.4 s is that rounded up to a second, give or take the clock's.
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 200, reason: 'policy' });
+});
+
+test("r=0 with t: a token bucket's wait may have been longer by the request's flight time", () => {
+  const { pacer, clock } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=10;w=1', ratelimit: '"b";r=1' });
+  const out = pacer.acquire(demand());
+  clock.t = 950; // answered after 950 ms: the server's wait was at most 100 + 950 ms, so t=2 fits
+  pacer.observe(out.ticket, 200, seen({ ratelimit: '"b";r=0;t=2' }));
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 100, reason: 'policy' });
 });
 
 test('a 429 naming only t (the draft, B.3.1) means nothing until then', () => {
@@ -244,6 +269,20 @@ test('a quota of 0 holds until t', () => {
   const { pacer } = setup();
   learn(pacer, { 'ratelimit-policy': '"b";q=0;w=60', ratelimit: '"b";r=0;t=42' });
   assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 42_000, reason: 'reset' });
+});
+
+test('a 429 on a quota of 0 without t slows the scope (the 429 learner), a window alone paces nothing', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"free";q=0;w=60', ratelimit: '"free";r=0' }, 429);
+  const next = pacer.acquire(demand());
+  assert.equal(next.ok, false, 'not sent at once');
+  assert.ok(next.wait >= 500, `waits ${next.wait} ms`);
+});
+
+test('a concurrency quota of 0 is left to the server rather than holding every request for good', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"c";q=0;qu="concurrent-requests"' });
+  assert.equal(pacer.acquire(demand()).ok, true);
 });
 
 test('a changed policy replaces the configuration, keeping tokens as they are (AS_IS)', () => {
@@ -274,6 +313,44 @@ test('several policies: a request goes only when every one of them allows it', (
   assert.equal(tickets.length, 2);
   assert.equal(refusal.reason, 'policy');
   assert.equal(refusal.wait, 1_200_000, 'the hourly one: 20 minutes a request');
+});
+
+test('a request not charged to the limit it reports cannot raise it: a second scope in a shared partition', () => {
+  const { pacer } = setup();
+  const alice = demand({ scope: `${ORIGIN} alice` });
+  const bob = demand({ scope: `${ORIGIN} bob` });
+  const policy = (r) => ({ 'ratelimit-policy': '"u";q=10;w=1000;pk=:QQ==:', ratelimit: `"u";r=${r};pk=:QQ==:` });
+  learn(pacer, policy(9), 200, alice);
+  const probe = pacer.acquire(bob).ticket; // bob knows no policy yet: charged to none
+  let truth = 8; // the server counts bob's probe first ...
+  const sent = drain(pacer, alice, 5).tickets; // ... then alice's five, answered before bob's
+  for (const ticket of sent) pacer.observe(ticket, 200, seen(policy(--truth)));
+  assert.equal(truth, 3);
+  pacer.observe(probe, 200, seen(policy(8)));
+  assert.ok(available(pacer, 'u') <= 3, `estimate ${available(pacer, 'u')} above the server's 3`);
+});
+
+test('a policy the server starts to report while requests are out: their answers cannot raise it', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"a";q=100;w=1000', ratelimit: '"a";r=99' });
+  const out = drain(pacer, demand(), 5).tickets; // charged to "a" only
+  const both = (b) => ({ 'ratelimit-policy': '"a";q=100;w=1000, "b";q=10;w=1000', ratelimit: `"a";r=90, "b";r=${b}` });
+  // The server counted them in order (b: 9, 8, 7, 6, 5); the answers arrive last first.
+  [...out].reverse().forEach((ticket, i) => {
+    pacer.observe(ticket, 200, seen(both(5 + i)));
+    assert.ok(available(pacer, 'b') <= 5, `answer ${i + 1}: estimate ${available(pacer, 'b')} above the server's 5`);
+  });
+});
+
+test("a refusal's reset is held but does not stretch the window guessed from resets", () => {
+  const { pacer } = setup();
+  const x = (remaining, reset) => seen({ 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': `${remaining}`, 'x-ratelimit-reset': `${reset}` });
+  learn(pacer, { 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '59', 'x-ratelimit-reset': '60' });
+  const [banned, later] = [pacer.acquire(demand()), pacer.acquire(demand())].map((g) => g.ticket);
+  pacer.observe(banned, 429, x(0, 86_400)); // a day's ban
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 86_400_000, reason: 'reset' });
+  pacer.observe(later, 200, x(0, 30));
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 30_000, reason: 'reset' }, 'the window is still 60 s');
 });
 
 test('partition keys: scopes the server puts in one partition share a budget', () => {
