@@ -313,7 +313,7 @@ function passthrough(init) {
 function contentBytes(request, init) {
   // Browsers drop `Content-Length` from a Request (a forbidden request header), so the header as
   // given in `init` counts too. Only digits count (RFC 9110 §8.6): a malformed header is ignored.
-  const header = request.headers.get('content-length') ?? givenHeader(init, 'content-length');
+  const header = request.headers.get('content-length') ?? (init?.body == null ? null : givenHeader(init, 'content-length'));
   const declared = header !== null && /^\d+$/.test(header) ? Number(header) : 0;
   if (Number.isSafeInteger(declared) && declared > 0) return declared;
   const body = init?.body;

@@ -179,6 +179,7 @@ export class Pacer {
     const limits = [...this.#limits.values()].map((limit) => ({
       ...describeLimit(limit),
       longestReset: limit.longestReset,
+      admittedReset: limit.admittedReset,
       level: limit.bucket ? Number(limit.bucket.getAvailableTokens()) : undefined,
       allowance: limit.allowance && limit.allowance.until > now
         ? { remaining: limit.allowance.remaining, for: limit.allowance.until - now }
@@ -200,7 +201,7 @@ export class Pacer {
     const now = this.#now();
     for (const saved of state?.limits ?? []) {
       const limit = this.#limit(saved.origin, saved, saved.scope);
-      Object.assign(limit, { unit: saved.unit, quota: saved.quota, window: saved.window, longestReset: saved.longestReset });
+      Object.assign(limit, { unit: saved.unit, quota: saved.quota, window: saved.window, longestReset: saved.longestReset, admittedReset: saved.admittedReset === true });
       this.#configure(limit);
       if (limit.bucket !== null && saved.level !== undefined) setLevel(limit.bucket, Math.min(saved.level, limit.quota), limit.quota);
       if (saved.allowance) limit.allowance = { remaining: saved.allowance.remaining, until: now + saved.allowance.for };
@@ -302,9 +303,7 @@ export class Pacer {
     limit.unit = seen.unit;
     if (seen.quota !== undefined) limit.quota = seen.quota;
     if (seen.window !== undefined) limit.window = seen.window;
-    // A refusal's reset may be a penalty (a ban of a day), not the window: it is held (below) but
-    // does not stretch the window guessed from resets.
-    if (seen.reset !== undefined && status < 400) limit.longestReset = Math.max(limit.longestReset, seen.reset);
+    if (seen.reset !== undefined) learnReset(limit, seen.reset, !BLOCKING_STATUSES.has(status));
     if (limit.unit === CONCURRENCY_UNIT) return false;
     this.#configure(limit);
     // A 429 naming only `t` (the draft's own example) means nothing remains until then.
@@ -313,7 +312,9 @@ export class Pacer {
     const cost = record === undefined ? 1 : (limit.inflight.get(record.ticket.id)?.cost ?? 1);
     const estimate = this.#correct(limit, record, remaining);
     if (!retryAfterGiven && seen.reset > 0) {
-      const flight = record === undefined ? 0 : now - record.at;
+      // Since the grant, so the server's handling too: a slow answer may carry a `t` computed on
+      // arrival or on leaving, and counts for a second at most.
+      const flight = record === undefined ? 0 : Math.min(now - record.at, 1000);
       this.#holdUntilReset(limit, { remaining, estimate, cost, flight, resetSlack }, seen.reset, now);
     }
     // A 429 says when quota returns only with a reset, or with a window that paces (a bucket: a
@@ -375,7 +376,7 @@ export class Pacer {
    * window's end, held.
    */
   #holdUntilReset(limit, { remaining, estimate, cost, flight, resetSlack }, reset, now) {
-    if (remaining === 0 && limit.bucket !== null) {
+    if (remaining < cost && limit.bucket !== null) {
       const ownWait = nanosToWait(limit.bucket, cost) / NANOS_PER_MS;
       if (reset <= Math.ceil((ownWait + flight) / 1000) * 1000 + resetSlack) return;
     }
@@ -431,6 +432,7 @@ export class Pacer {
         quota: undefined,
         window: undefined,
         longestReset: 0,
+        admittedReset: false,
         configurationKey: '',
         bucket: null,
         allowance: null,
@@ -487,6 +489,16 @@ export class Pacer {
       this.#forget(record.ticket, record);
     }
   }
+}
+
+/**
+ * Takes `reset` as a hint of the window (X-RateLimit tells none). An admitted answer's reset is
+ * the best hint; a refusal's (429, 503) may be a penalty, a ban of a day, so it counts only until
+ * an admitted answer has given one, and is then dropped: it is held all the same (`allowance`).
+ */
+function learnReset(limit, reset, admitted) {
+  if (admitted && !limit.admittedReset) [limit.longestReset, limit.admittedReset] = [0, true];
+  if (admitted || !limit.admittedReset) limit.longestReset = Math.max(limit.longestReset, reset);
 }
 
 /**

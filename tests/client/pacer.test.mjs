@@ -238,6 +238,23 @@ test('r=0 with t: a window end is waited for; a token bucket rounding up to a se
   assert.deepEqual(window.pacer.acquire(demand()), { ok: false, wait: 2000, reason: 'reset' });
 });
 
+test("r below the request's cost: t is the wait for its tokens, not a window's end", () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=100;w=1', ratelimit: '"b";r=5' });
+  const out = pacer.acquire(demand({ cost: 5 }));
+  pacer.observe(out.ticket, 200, seen({ ratelimit: '"b";r=3;t=1' })); // 5 tokens: 20 ms away
+  assert.deepEqual(pacer.acquire(demand({ cost: 5 })), { ok: false, wait: 20, reason: 'policy' });
+});
+
+test('a slow answer counts its flight for a second at most', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=10;w=1', ratelimit: '"b";r=1' });
+  const out = pacer.acquire(demand());
+  clock.t = 5000; // a 5 s answer: t=3 is no 100 ms wait rounded up, however long the flight
+  pacer.observe(out.ticket, 200, seen({ ratelimit: '"b";r=0;t=3' }));
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 3000, reason: 'reset' });
+});
+
 test('r=0 with an X-RateLimit reset, mostly a clock time: a second more', () => {
   const { pacer } = setup();
   const now = 1_000_000_000_000 - 400; // epoch ms: the reset below is 1.4 s away

@@ -67,11 +67,10 @@ test("rule violations keep the core's codes", () => {
 });
 
 test('a field set to null reads as left out, as serde_json reads it', () => {
-  const refill = { kind: 'intervallyAligned', tokens: 10, period: '1s', firstRefillTime: 0, adaptiveInitialTokens: null };
+  const plain = { kind: 'intervallyAligned', tokens: 10, period: '1s', firstRefillTime: 0 };
+  const refill = { ...plain, adaptiveInitialTokens: null };
   const withNulls = BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 10, refill, initialTokens: null, id: null }] });
-  const { adaptiveInitialTokens, ...plain } = refill;
   assert.ok(withNulls.equals(BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 10, refill: plain }] })));
-  assert.equal(adaptiveInitialTokens, null);
   assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: null, refill: plain }] }), code('INVALID_CONFIGURATION'));
 });
 
