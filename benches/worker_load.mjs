@@ -27,6 +27,8 @@ const root = path.resolve(import.meta.dirname, '..');
 const seconds = Number(process.argv[2] ?? 10);
 const toml = wrangler.unstable_getMiniflareWorkerOptions(path.join(root, 'wrangler.toml')).workerOptions;
 const [binding, { className }] = Object.entries(toml.durableObjects)[0];
+/** The service API key (`API_KEY`): service calls need one, and every decision checks it. */
+const SERVICE_TOKEN = 'bench-service-token';
 const POLICIES = {
   bench: { failure: 'closed', bandwidths: [{ id: 'b', capacity: 1e9, refill: { kind: 'greedy', tokens: 1e9, period: '1s' } }] },
 };
@@ -115,7 +117,7 @@ function cannon(url, { keys, duration, rate }) {
     requests: [
       {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${SERVICE_TOKEN}` },
         body: JSON.stringify({ policy: 'bench' }),
         setupRequest: (req) => ({ ...req, path: `/v1/buckets/bench-${keys}-${i++ % keys}/consume` }),
       },
@@ -163,6 +165,7 @@ const edgebucket = await workerd(
   ],
   [
     `(name = "POLICIES", json = ${JSON.stringify(JSON.stringify(POLICIES))})`,
+    `(name = "API_KEY", text = "${SERVICE_TOKEN}")`,
     `(name = "${binding}", durableObjectNamespace = "${className}")`,
   ],
   className,

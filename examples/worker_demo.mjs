@@ -14,7 +14,8 @@ import { createClient } from '../pkg/dist/client.js';
 const root = path.resolve(import.meta.dirname, '..');
 const stateDir = path.join(root, '.wrangler/demo');
 const ADMIN = 'demo-admin-token';
-const API_KEY = 'demo-api-key';
+const SERVICE = 'demo-service-token'; // the worker's API_KEY secret: service calls need it
+const API_KEY = 'demo-api-key'; // a gateway user's X-API-Key
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function freePort() {
@@ -42,7 +43,7 @@ async function startWrangler(port, originUrl) {
   const args = [
     'dev', '--local', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(await freePort()),
     '--persist-to', stateDir, '--show-interactive-dev-session=false',
-    '--var', `ADMIN_TOKEN:${ADMIN}`, '--var', `ORIGIN:${originUrl}`, '--var', 'LOG_DECISIONS:false',
+    '--var', `ADMIN_TOKEN:${ADMIN}`, '--var', `API_KEY:${SERVICE}`, '--var', `ORIGIN:${originUrl}`, '--var', 'LOG_DECISIONS:false',
   ];
   const env = {
     ...process.env,
@@ -86,7 +87,11 @@ async function main() {
   const origin = await startOrigin();
   const base = `http://127.0.0.1:${port}`;
   const adminHeaders = { authorization: `Bearer ${ADMIN}` };
-  const post = (body) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const post = (body) => ({
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${SERVICE}` },
+    body: JSON.stringify(body),
+  });
   const gatewayKey = `gateway:api:apikey:${createHash('sha256').update(API_KEY).digest('hex').slice(0, 32)}`;
 
   console.log(`edgebucket demo: wrangler dev on ${base} (local workerd, Durable Object state in .wrangler/demo)`);

@@ -1,6 +1,10 @@
 //! Who may call what: `Authorization: Bearer <token>` against the secrets `ADMIN_TOKEN` (admin
-//! endpoints and metrics) and `API_KEY` (service endpoints, open when it is not set; the admin
-//! token works there too). Checked before anything else, so a refused call changes nothing.
+//! endpoints and metrics) and `API_KEY` (service endpoints; the admin token works there too).
+//! Checked before anything else, so a refused call changes nothing.
+//!
+//! Without either secret the service endpoints are disabled, not open: a worker's hostname is
+//! public, and an open service API lets anyone run any caller's bucket into debt (`ignore-limits`
+//! has no bound but overflow) or pin a key to another policy (`POLICY_MISMATCH` ever after).
 
 use sha2::{Digest, Sha256};
 
@@ -20,7 +24,7 @@ pub enum Role {
 pub struct Secrets {
     /// `ADMIN_TOKEN`; without it the admin endpoints are disabled.
     pub admin_token: Option<String>,
-    /// `API_KEY`; without it the service endpoints are open.
+    /// `API_KEY`; without it (and without `admin_token`) the service endpoints are disabled.
     pub api_key: Option<String>,
 }
 
@@ -29,22 +33,25 @@ impl Secrets {
     ///
     /// # Errors
     /// 401 `UNAUTHORIZED` without a bearer token, 403 `FORBIDDEN` with a wrong one, 403
-    /// `ADMIN_DISABLED` for admin endpoints when no `ADMIN_TOKEN` is set.
+    /// `ADMIN_DISABLED` for admin endpoints when no `ADMIN_TOKEN` is set, 403 `SERVICE_DISABLED`
+    /// for service endpoints when neither `API_KEY` nor `ADMIN_TOKEN` is.
     pub fn check(&self, role: Role, authorization: Option<&str>) -> Result<(), ApiError> {
         let accepted: Vec<&str> = match role {
-            Role::Service if self.api_key.is_none() => return Ok(()),
             Role::Service => [&self.api_key, &self.admin_token].into_iter().flatten().map(String::as_str).collect(),
-            Role::Admin => match &self.admin_token {
-                Some(token) => vec![token.as_str()],
-                None => {
-                    return Err(ApiError::new(
-                        403,
-                        "ADMIN_DISABLED",
-                        "set the ADMIN_TOKEN secret to use admin endpoints",
-                    ))
-                }
-            },
+            Role::Admin => self.admin_token.iter().map(String::as_str).collect(),
         };
+        if accepted.is_empty() {
+            return Err(match role {
+                Role::Service => ApiError::new(
+                    403,
+                    "SERVICE_DISABLED",
+                    "set the API_KEY secret to use service endpoints (locally: .dev.vars or --var API_KEY:…)",
+                ),
+                Role::Admin => {
+                    ApiError::new(403, "ADMIN_DISABLED", "set the ADMIN_TOKEN secret to use admin endpoints")
+                }
+            });
+        }
         let Some(token) = authorization.and_then(bearer_token) else {
             return Err(ApiError::new(401, "UNAUTHORIZED", "send Authorization: Bearer <token>"));
         };
@@ -105,8 +112,13 @@ mod tests {
     }
 
     #[test]
-    fn service_is_open_without_an_api_key_and_takes_either_token_with_one() {
-        assert_eq!(secrets(Some("root"), None).check(Role::Service, None), Ok(()));
+    fn service_is_disabled_without_secrets_and_takes_either_token() {
+        let none = secrets(None, None).check(Role::Service, None).unwrap_err();
+        assert_eq!((none.status, none.code.as_ref()), (403, "SERVICE_DISABLED"));
+        assert_eq!(secrets(None, None).check(Role::Service, Some("Bearer x")).unwrap_err().code, "SERVICE_DISABLED");
+        let admin_only = secrets(Some("root"), None);
+        assert_eq!(admin_only.check(Role::Service, Some("Bearer root")), Ok(()), "the admin token serves too");
+        assert_eq!(admin_only.check(Role::Service, None).unwrap_err().code, "UNAUTHORIZED");
         let s = secrets(Some("root"), Some("svc"));
         assert_eq!(s.check(Role::Service, Some("Bearer svc")), Ok(()));
         assert_eq!(s.check(Role::Service, Some("Bearer root")), Ok(()));

@@ -9,7 +9,7 @@ use super::errors::ApiError;
 pub const MAX_KEY_BYTES: usize = 256;
 
 /// The start of every gateway bucket's key. Service calls (consume, reserve) cannot name such a
-/// key, so an open service API cannot drain or block a gateway user's bucket; admins can.
+/// key, so a holder of the service key cannot drain or block a gateway user's bucket; admins can.
 pub const GATEWAY_PREFIX: &str = "gateway:";
 
 /// The policy a gateway bucket's key names (`gateway:{policy}:…`); `None` for other keys.

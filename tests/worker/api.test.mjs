@@ -15,6 +15,7 @@ const POLICIES = {
   other: { bandwidths: [greedy(undefined, 100, 100, '1h')] }, // unnamed like one's: replacement matches them
   legacy: { legacyHeaders: true, bandwidths: [greedy('burst', 2, 2, '1h'), intervally('daily', 10, 10, '1d')] },
   shadow: { shadow: true, bandwidths: [greedy('b', 1, 1, '1h')] },
+  slow: { bandwidths: [{ capacity: 10, initialTokens: 0, refill: { kind: 'greedy', tokens: 1, period: '100ms' } }] },
 };
 
 let w;
@@ -167,50 +168,67 @@ test('auth: missing or wrong token is 401/403 and changes nothing', async () => 
   assert.deepEqual([state.policy, state.remaining], ['one', 9], 'nothing changed');
 });
 
-test('service calls need the API key when one is set; admin endpoints are off without ADMIN_TOKEN', async () => {
+test('service calls need the API key; admin endpoints are off without ADMIN_TOKEN', async () => {
   const locked = await start({ vars: { POLICIES, API_KEY: 'svc-key', ADMIN_TOKEN: undefined } });
   try {
-    const call = (headers) => locked.call('/v1/buckets/k/consume', post({ policy: 'one' }, headers));
-    assert.equal((await call({})).status, 401);
-    assert.equal((await call({ authorization: 'Bearer nope' })).status, 403);
-    assert.equal((await call({ authorization: 'Bearer svc-key' })).status, 200);
+    const call = (authorization) =>
+      locked.call('/v1/buckets/k/consume', {
+        method: 'POST',
+        headers: authorization ? { authorization } : {},
+        body: JSON.stringify({ policy: 'one' }),
+      });
+    assert.equal((await call()).status, 401);
+    assert.equal((await call('Bearer nope')).status, 403);
+    assert.equal((await call('Bearer svc-key')).status, 200);
     const r = await locked.call('/v1/buckets/k', admin());
     assert.equal(r.status, 403);
     assert.equal((await r.json()).code, 'ADMIN_DISABLED');
-    const again = await call({ authorization: 'Bearer svc-key' });
+    const again = await call('Bearer svc-key');
     assert.equal((await again.json()).remaining, 8, 'refused calls consumed nothing');
   } finally {
     await locked.stop();
   }
 });
 
-test('empty secrets are unset; a first request refused by initial tokens starts the refill', async () => {
-  const slow = { bandwidths: [{ capacity: 10, initialTokens: 0, refill: { kind: 'greedy', tokens: 1, period: '100ms' } }] };
-  const open = await start({ vars: { POLICIES: { ...POLICIES, slow }, API_KEY: '', ADMIN_TOKEN: '' } });
+test('empty secrets are unset: without them service and admin endpoints are disabled, not open', async () => {
+  const bare = await start({ vars: { POLICIES, API_KEY: '', ADMIN_TOKEN: '' } });
   try {
     // 0xA0 is a Unicode space once decoded: it must not be trimmed into the empty token.
-    const r = await open.call('/v1/buckets/k', { headers: { authorization: 'Bearer \u00a0' } });
+    const r = await bare.call('/v1/buckets/k', { headers: { authorization: 'Bearer \u00a0' } });
     assert.equal(r.status, 403);
     assert.equal((await r.json()).code, 'ADMIN_DISABLED');
-    const take = () => open.call('/v1/buckets/slow-key/consume', post({ policy: 'slow' }));
-    assert.equal((await take()).status, 429, 'no initial tokens; the service is open without an API key');
-    await new Promise((resolve) => setTimeout(resolve, 250));
-    const later = await take();
-    assert.equal(later.status, 200, 'the refill accrued from the first request');
-    assert.ok((await later.json()).remaining >= 1);
+    for (const [path, body] of [
+      ['/v1/buckets/k/consume', { policy: 'one', tokens: 1e12, mode: 'ignore-limits' }],
+      ['/v1/buckets/k/reserve', { policy: 'one', tokens: 5, maxWait: '200y' }],
+    ]) {
+      for (const authorization of [undefined, 'Bearer \u00a0', 'Bearer x']) {
+        const headers = { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) };
+        const refused = await bare.call(path, { method: 'POST', headers, body: JSON.stringify(body) });
+        assert.equal(refused.status, 403, `${path} with ${authorization}`);
+        assert.equal((await refused.json()).code, 'SERVICE_DISABLED');
+      }
+    }
   } finally {
-    await open.stop();
+    await bare.stop();
   }
+});
+
+test('a first request refused by initial tokens starts the refill', async () => {
+  const take = () => w.call('/v1/buckets/slow-key/consume', post({ policy: 'slow' }));
+  assert.equal((await take()).status, 429, 'no initial tokens');
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  const later = await take();
+  assert.equal(later.status, 200, 'the refill accrued from the first request');
+  assert.ok((await later.json()).remaining >= 1);
 });
 
 test('bad input: a 4xx problem with a code, never a 5xx, and nothing changes', async () => {
   const k = key();
   await consume(k, { policy: 'one', tokens: 2 });
-  const raw = (body, headers = {}) => ({ method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
   const cases = [
-    ['malformed JSON', `/v1/buckets/${k}/consume`, raw('{"policy":'), 400, 'INVALID_JSON'],
-    ['not an object', `/v1/buckets/${k}/consume`, raw('[1,2]'), 400, 'INVALID_JSON'],
-    ['empty body', `/v1/buckets/${k}/consume`, raw(''), 400, 'INVALID_JSON'],
+    ['malformed JSON', `/v1/buckets/${k}/consume`, post('{"policy":'), 400, 'INVALID_JSON'],
+    ['not an object', `/v1/buckets/${k}/consume`, post('[1,2]'), 400, 'INVALID_JSON'],
+    ['empty body', `/v1/buckets/${k}/consume`, post(''), 400, 'INVALID_JSON'],
     ['unknown field', `/v1/buckets/${k}/consume`, post({ policy: 'one', token: 1 }), 400, 'INVALID_REQUEST'],
     ['missing policy', `/v1/buckets/${k}/consume`, post({ tokens: 1 }), 400, 'INVALID_REQUEST'],
     ['unknown mode', `/v1/buckets/${k}/consume`, post({ policy: 'one', mode: 'always' }), 400, 'INVALID_REQUEST'],
@@ -218,12 +236,12 @@ test('bad input: a 4xx problem with a code, never a 5xx, and nothing changes', a
     ['tokens 0', `/v1/buckets/${k}/consume`, post({ policy: 'one', tokens: 0 }), 400, 'NON_POSITIVE_TOKENS'],
     ['tokens negative', `/v1/buckets/${k}/consume`, post({ policy: 'one', tokens: -5 }), 400, 'NON_POSITIVE_TOKENS'],
     ['tokens fractional', `/v1/buckets/${k}/consume`, post({ policy: 'one', tokens: 1.5 }), 400, 'INVALID_TOKENS'],
-    ['tokens huge', `/v1/buckets/${k}/consume`, raw('{"policy":"one","tokens":1e300}'), 400, 'INVALID_TOKENS'],
-    ['tokens past 64 bits', `/v1/buckets/${k}/consume`, raw('{"policy":"one","tokens":9223372036854775808}'), 400, 'INVALID_TOKENS'],
+    ['tokens huge', `/v1/buckets/${k}/consume`, post('{"policy":"one","tokens":1e300}'), 400, 'INVALID_TOKENS'],
+    ['tokens past 64 bits', `/v1/buckets/${k}/consume`, post('{"policy":"one","tokens":9223372036854775808}'), 400, 'INVALID_TOKENS'],
     ['tokens a string', `/v1/buckets/${k}/consume`, post({ policy: 'one', tokens: '1' }), 400, 'INVALID_TOKENS'],
     ['tokens null', `/v1/buckets/${k}/consume`, post({ policy: 'one', tokens: null }), 400, 'INVALID_TOKENS'],
     ['tokens above capacity', `/v1/buckets/${k}/consume`, post({ policy: 'one', tokens: 11 }), 400, 'TOKENS_EXCEED_CAPACITY'],
-    ['debt past 64 bits', `/v1/buckets/${k}/consume`, raw('{"policy":"one","tokens":9223372036854775807,"mode":"ignore-limits"}'), 400, 'RESERVATION_OVERFLOW'],
+    ['debt past 64 bits', `/v1/buckets/${k}/consume`, post('{"policy":"one","tokens":9223372036854775807,"mode":"ignore-limits"}'), 400, 'RESERVATION_OVERFLOW'],
     ['maxWait 0', `/v1/buckets/${k}/reserve`, post({ policy: 'one', maxWait: 0 }), 400, 'NON_POSITIVE_MAX_WAIT'],
     ['maxWait unreadable', `/v1/buckets/${k}/reserve`, post({ policy: 'one', maxWait: 'soon' }), 400, 'INVALID_DURATION'],
     ['empty key', '/v1/buckets//consume', post({ policy: 'one' }), 400, 'INVALID_KEY'],
@@ -233,7 +251,7 @@ test('bad input: a 4xx problem with a code, never a 5xx, and nothing changes', a
     ["a gateway bucket's key", '/v1/buckets/gateway%3Aapi%3Aip%3A1.2.3.4/consume', post({ policy: 'one' }), 400, 'INVALID_KEY'],
     ['wrong method', `/v1/buckets/${k}/consume`, { method: 'GET' }, 405, 'METHOD_NOT_ALLOWED'],
     ['unknown endpoint', `/v1/buckets/${k}/refill`, post({}), 404, 'NOT_FOUND'],
-    ['oversized body', `/v1/buckets/${k}/consume`, raw(JSON.stringify({ policy: 'one', pad: 'x'.repeat(20_000) })), 413, 'BODY_TOO_LARGE'],
+    ['oversized body', `/v1/buckets/${k}/consume`, post(JSON.stringify({ policy: 'one', pad: 'x'.repeat(20_000) })), 413, 'BODY_TOO_LARGE'],
     ['bad strategy', `/v1/buckets/${k}/configuration`, admin({ method: 'PUT', body: '{"policy":"other","strategy":"MOST"}' }), 400, 'INVALID_REQUEST'],
     ['replace to unknown policy', `/v1/buckets/${k}/configuration`, admin({ method: 'PUT', body: '{"policy":"nope"}' }), 400, 'UNKNOWN_POLICY'],
   ];
@@ -333,7 +351,7 @@ test('a chunked body is refused with 413 once past the limit, before the upload 
   const url = new URL(`/v1/buckets/${key()}/consume`, w.url);
   let sent = 0;
   const status = await new Promise((resolve, reject) => {
-    const request = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json' } });
+    const request = http.request(url, { method: 'POST', headers: post('').headers });
     let answered = false;
     request.on('response', (response) => {
       answered = true;

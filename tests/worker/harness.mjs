@@ -15,9 +15,11 @@ const root = path.resolve(import.meta.dirname, '../..');
 const fromToml = wrangler.unstable_getMiniflareWorkerOptions(path.join(root, 'wrangler.toml')).workerOptions;
 
 export const ADMIN = 'test-admin-token';
+/** The service API key (`API_KEY`): without one the service endpoints are disabled. */
+export const SERVICE = 'test-service-key';
 
 /** Options for Miniflare: wrangler.toml's Durable Objects and dates; its [vars] only when
- * `tomlVars` is set, else just `vars` (and the admin token). */
+ * `tomlVars` is set, else just `vars` (and the admin and service tokens). */
 function options({ vars = {}, tomlVars = false, persist, port = 0, durableObjects = fromToml.durableObjects }) {
   return {
     name: 'edgebucket',
@@ -31,7 +33,7 @@ function options({ vars = {}, tomlVars = false, persist, port = 0, durableObject
     compatibilityFlags: fromToml.compatibilityFlags,
     durableObjects,
     durableObjectsPersist: persist ?? false,
-    bindings: defined({ ...(tomlVars ? fromToml.bindings : {}), ADMIN_TOKEN: ADMIN, ...vars }),
+    bindings: defined({ ...(tomlVars ? fromToml.bindings : {}), ADMIN_TOKEN: ADMIN, API_KEY: SERVICE, ...vars }),
     host: '127.0.0.1',
     port,
   };
@@ -115,10 +117,10 @@ export function tempDir(prefix = 'edgebucket-') {
   return dir;
 }
 
-/** JSON request helpers. */
+/** JSON request helpers: `post` carries the service token unless `headers` name another. */
 export const post = (body, headers = {}) => ({
   method: 'POST',
-  headers: { 'content-type': 'application/json', ...headers },
+  headers: { 'content-type': 'application/json', authorization: `Bearer ${SERVICE}`, ...headers },
   body: typeof body === 'string' ? body : JSON.stringify(body),
 });
 export const admin = (init = {}) => ({ ...init, headers: { ...(init.headers ?? {}), authorization: `Bearer ${ADMIN}` } });
