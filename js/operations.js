@@ -1,6 +1,6 @@
 // The raw bucket operations and the decoding of their results, shared by Bucket (which reads
 // the clock and tells listeners) and VerboseBucket (which adds diagnostics at the same time).
-import { result, fail, integerArg, tokensArg, ARG_TOKENS, ARG_WAIT, STATUS_TRUE } from './runtime.js';
+import { result, fail, integerArg, tokensArg, ARG_TOKENS, ARG_WAIT, ARG_OWED, STATUS_TRUE } from './runtime.js';
 import { BucketConfiguration } from './configuration.js';
 
 
@@ -29,6 +29,10 @@ export function tryConsumeAsMuchAsPossible(bucket, limit, now) {
 
 export function addTokens(bucket, tokens, now) {
   check(bucket.addTokens(tokensArg(tokens), now));
+}
+
+export function returnReserved(bucket, tokens, stillOwed, now) {
+  check(bucket.returnReserved(tokensArg(tokens), integerArg(stillOwed, ARG_OWED, 'tokens still owed'), now));
 }
 
 export function forceAddTokens(bucket, tokens, now) {

@@ -2,7 +2,7 @@
 // once, as a debt), so a later request queues behind every earlier one, and the promise settles
 // after the wait by setTimeout: the event loop is never blocked.
 import { EdgeBucketError, invalidArgument } from './errors.js';
-import { durationNanos, describe } from './runtime.js';
+import { durationNanos, describe, exactNumber } from './runtime.js';
 import * as ops from './operations.js';
 import { readClock } from './clock.js';
 import { after } from './timers.js';
@@ -150,36 +150,49 @@ export class Scheduler {
     queueMicrotask(() => {
       const [from, gone] = [queue.from, queue.withdrawn];
       [queue.pending, queue.from, queue.withdrawn] = [false, Infinity, []];
-      this.#moveUp(gone.filter((each) => !each.returned), queue.list.slice(from));
+      this.#moveUp(queue, gone.filter((each) => !each.returned), queue.list.slice(from));
     });
   }
 
   /**
-   * Returns the tokens of the `gone` waits and makes `later` (the waits behind them, in order)
-   * again: all are undone first, which leaves the bucket as if none had been made (adding back
-   * is capped at capacity, which is what the refill would have reached), then each is made again
-   * in order, so none is overtaken by a request made after the abort. A later wait whose signal
-   * has aborted too (its abort event not yet delivered: browsers run microtasks between
-   * listeners) is undone and not made again. A remade wait never ends later than first promised:
-   * it comes out longer only if the bucket changed meanwhile (tokens taken ignoring limits, a new
+   * Returns the tokens of the `gone` waits and moves up `later` (the waits behind them, in
+   * order). A later wait whose signal has aborted too (its abort event not yet delivered:
+   * browsers run microtasks between listeners) goes with them and is not made again.
+   *
+   * Each bandwidth gets the tokens back up to its capacity less what the waits still queued
+   * hold, never losing any (`returnReserved`): those waits' tokens are spent when they are
+   * served, so a bandwidth that has refilled over their debt (a faster bandwidth, `addTokens`,
+   * `reset`) keeps what it has, and one in debt is not left room for a burst beyond capacity
+   * once they are served. The later waits are then made again in order, each at its new place:
+   * their tokens are added back beyond capacity and reserved again, which leaves every bandwidth
+   * where it was and gives each its wait. A remade wait never ends later than first promised: it
+   * comes out longer only if the bucket changed meanwhile (tokens taken ignoring limits, a new
    * configuration), and then it keeps its time; one whose wait has become unbounded fails with
    * `RESERVATION_OVERFLOW` rather than go free.
    */
-  #moveUp(gone, later) {
+  #moveUp(queue, gone, later) {
     let now;
     try {
       now = readClock(this.#clock);
     } catch {
       return; // a time meter that throws: the tokens stay taken, which errs towards refusing
     }
-    const held = later.filter((each) => !each.returned);
-    for (const each of [...gone, ...held]) ops.addTokens(this.#raw, each.tokens, now);
-    for (const each of held) {
+    const leaving = [...gone];
+    const staying = [];
+    for (const each of later) {
+      if (each.returned) continue;
       if (each.signal?.aborted) {
         each.returned = true;
         each.cancel(); // its abort, on its way, rejects it
-        continue;
+        leaving.push(each);
+      } else {
+        staying.push(each);
       }
+    }
+    const owed = total(queue.list.filter((each) => !each.returned));
+    for (const each of leaving) ops.returnReserved(this.#raw, each.tokens, owed, now);
+    for (const each of staying) ops.forceAddTokens(this.#raw, each.tokens, now);
+    for (const each of staying) {
       const wait = ops.reserve(this.#raw, each.tokens, Infinity, now);
       if (wait === null) {
         each.fail(new EdgeBucketError('RESERVATION_OVERFLOW', `${each.tokens} tokens can no longer be reserved: the wait would be unbounded`));
@@ -188,6 +201,16 @@ export class Scheduler {
       }
     }
   }
+}
+
+const I64_MAX = 2n ** 63n - 1n;
+
+/** The tokens `reservations` hold, as a number while exact (at most the 64-bit maximum: a debt
+ * that large leaves no bandwidth room for any returned token anyway). */
+function total(reservations) {
+  let sum = 0n;
+  for (const each of reservations) sum += BigInt(each.tokens);
+  return exactNumber(sum > I64_MAX ? I64_MAX : sum);
 }
 
 /** The reservations still waiting on a raw bucket, oldest first, shared by all its views. */

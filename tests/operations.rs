@@ -457,6 +457,25 @@ fn reserve_is_fair_and_bounded_by_max_wait() {
 }
 
 #[test]
+fn a_cancelled_reservation_returns_its_tokens_to_each_bandwidth_without_taking_any() {
+    // A fast burst beside a slow hourly bandwidth: the reservations wait for the hourly one.
+    let mut b = bucket(vec![greedy(10, 10, secs(1)), intervally(20, 20, secs(3600))], 0);
+    assert!(b.try_consume(10, 0).unwrap());
+    assert!(b.try_consume(10, SEC).unwrap());
+    assert!(b.reserve(5, i64::MAX, SEC).unwrap().unwrap() > 0); // to be cancelled
+    assert!(b.reserve(5, i64::MAX, SEC).unwrap().unwrap() > 0); // still waiting behind it
+                                                                // Two seconds later the burst has refilled over both debts; the hourly one has not.
+    b.return_reserved(5, 5, 3 * SEC).unwrap();
+    let d = b.diagnostics(3 * SEC);
+    assert_eq!(d.bandwidths[0].available_tokens, 10, "the burst keeps its refill: its capacity, nothing taken");
+    assert_eq!(d.bandwidths[1].available_tokens, -5, "the hourly one owes only the waiting 5");
+    // Bad input changes nothing.
+    let before = b.clone();
+    assert_eq!(b.return_reserved(0, 5, 3 * SEC), Err(Error::NonPositiveTokens { tokens: 0 }));
+    assert_eq!(b, before);
+}
+
+#[test]
 fn intervally_waits_count_whole_periods() {
     let mut b = bucket(vec![intervally(100, 10, secs(60))], 0);
     b.try_consume(100, 30 * SEC).unwrap();

@@ -102,6 +102,12 @@ impl<M: TimeMeter> Bucket<M> {
         self.inner.force_add_tokens(tokens, now)
     }
 
+    /// See [`TokenBucket::return_reserved`].
+    pub fn return_reserved(&mut self, tokens: i64, still_owed: u64) -> Result<()> {
+        let now = self.now();
+        self.inner.return_reserved(tokens, still_owed, now)
+    }
+
     /// See [`TokenBucket::consume_ignoring_rate_limits`].
     pub fn consume_ignoring_rate_limits(&mut self, tokens: i64) -> Result<i64> {
         let now = self.now();

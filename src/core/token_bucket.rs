@@ -8,7 +8,7 @@ use super::diagnostics::{BandwidthDiagnostics, Diagnostics, VerboseResult};
 use super::error::{Error, Result};
 use super::probe::{ConsumptionProbe, EstimationProbe};
 use super::replacement::{replace, TokensInheritanceStrategy};
-use super::state::{scaled, BandwidthState, INFINITY_DURATION};
+use super::state::{scaled, widening_mul, BandwidthState, INFINITY_DURATION};
 
 /// A token bucket with Bucket4j's semantics, exact integer arithmetic, and no clock of its own.
 ///
@@ -194,6 +194,49 @@ impl TokenBucket {
     pub fn force_add_tokens(&mut self, tokens: i64, now: i64) -> Result<()> {
         check_tokens(tokens)?;
         self.shift(tokens, now)
+    }
+
+    /// Gives back `tokens` that a reservation took and will not use (it was cancelled before its
+    /// wait ended), while later reservations holding `still_owed` tokens keep waiting. Each
+    /// bandwidth gets the tokens back up to its capacity less `still_owed`, and never loses any.
+    ///
+    /// The waiting reservations' tokens count as spent: they are used when their wait ends. So a
+    /// bandwidth that refilled over their debt meanwhile (a faster bandwidth, or `add_tokens`,
+    /// `reset`) keeps what it has, instead of the debt being taken a second time, and one still
+    /// in debt gets the tokens back without room for a burst beyond capacity once the waiting
+    /// reservations are served. Bucket4j's reservations cannot be cancelled.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use edgebucket::{Bandwidth, BucketConfiguration, TokenBucket};
+    ///
+    /// let limit = Bandwidth::builder().capacity(10).refill_greedy(10, Duration::from_secs(1)).build()?;
+    /// let mut bucket = TokenBucket::new(BucketConfiguration::builder().add_limit(limit).build()?, 0);
+    /// bucket.reserve(20, i64::MAX, 0)?; // 10 in debt: the first reservation
+    /// bucket.reserve(5, i64::MAX, 0)?; // 15 in debt: the second, behind it
+    /// bucket.return_reserved(20, 5, 0)?; // the first is cancelled
+    /// assert_eq!(bucket.get_available_tokens(0), 5); // as if only the second had been made
+    ///
+    /// bucket.reserve(20, i64::MAX, 0)?;
+    /// bucket.reserve(5, i64::MAX, 0)?;
+    /// bucket.add_tokens(100, 0)?; // full again: both debts are paid
+    /// bucket.return_reserved(20, 5, 0)?;
+    /// assert_eq!(bucket.get_available_tokens(0), 10); // nothing lost, nothing beyond capacity
+    /// # Ok::<(), edgebucket::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NonPositiveTokens`] when `tokens < 1`.
+    pub fn return_reserved(&mut self, tokens: i64, still_owed: u64, now: i64) -> Result<()> {
+        check_tokens(tokens)?;
+        self.refill(now);
+        for (bandwidth, state) in self.configuration.bandwidths().iter().zip(&mut self.states) {
+            let owed = widening_mul(still_owed, bandwidth.refill.period_nanos as u64) as i128; // < 2^127
+            let room = bandwidth.scaled_capacity() - owed;
+            // At most the capacity, so within the i64 range of tokens.
+            state.level = state.level.max((state.level + scaled(tokens, bandwidth)).min(room));
+        }
+        Ok(())
     }
 
     /// Consumes `tokens` whatever the limits (available tokens may go negative) and returns the

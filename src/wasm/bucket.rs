@@ -8,7 +8,7 @@ use wasm_bindgen::prelude::*;
 
 use super::configuration::{strategy, RawConfiguration};
 use super::errors::BindingError;
-use super::exchange::{integer, put, put_nanos, status, ARG_TOKENS, ARG_WAIT};
+use super::exchange::{integer, put, put_nanos, status, ARG_OWED, ARG_TOKENS, ARG_WAIT};
 use super::time::Clock;
 use crate::TokenBucket;
 
@@ -104,6 +104,20 @@ impl RawBucket {
     #[wasm_bindgen(js_name = forceAddTokens)]
     pub fn force_add_tokens(&mut self, tokens: f64, now: f64) -> u32 {
         status((|| Ok(self.bucket.force_add_tokens(self::tokens(tokens)?, self.clock.nanos(now)?).map(|()| true)?))())
+    }
+
+    /// Gives back `tokens` of a cancelled reservation while `still_owed` tokens of later ones
+    /// keep waiting (see [`TokenBucket::return_reserved`]); the scheduler's abort.
+    #[wasm_bindgen(js_name = returnReserved)]
+    pub fn return_reserved(&mut self, tokens: f64, still_owed: f64, now: f64) -> u32 {
+        status((|| {
+            let tokens = self::tokens(tokens)?;
+            let owed = integer(still_owed, ARG_OWED, "tokens still owed")?;
+            let owed = u64::try_from(owed).map_err(|_| {
+                BindingError::InvalidArgument(format!("tokens still owed must not be negative, got {owed}"))
+            })?;
+            Ok(self.bucket.return_reserved(tokens, owed, self.clock.nanos(now)?).map(|()| true)?)
+        })())
     }
 
     /// `consumeIgnoringRateLimits`: slot 0 the nanoseconds of the violation.

@@ -36,10 +36,14 @@ pub const STATUS_NEEDS_CONFIGURATION: u32 = 3;
 
 /// Argument slot of a token count or limit given as a BigInt.
 pub const ARG_TOKENS: usize = 0;
-/// Argument slot of the time given as a BigInt.
-pub const ARG_TIME: usize = 1;
+/// Argument slot of the time given as a BigInt: the last, which no result uses. One JS operation
+/// passes its time to several calls, and a result past 2^53 left in a shared slot would be read
+/// back as the time by the next.
+pub const ARG_TIME: usize = SLOTS - 1;
 /// Argument slot of a maximum wait given as a BigInt.
 pub const ARG_WAIT: usize = 2;
+/// Argument slot of the tokens still owed to waiting reservations, given as a BigInt.
+pub const ARG_OWED: usize = 3;
 
 /// The largest integer a JS number holds exactly (`Number.MAX_SAFE_INTEGER`).
 pub(crate) const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
@@ -73,6 +77,7 @@ pub fn wasm_memory() -> JsValue {
 /// Leaves `value` in slot `slot`: the number if exact, else `NaN` and the `i64`.
 #[inline]
 pub(crate) fn put(slot: usize, value: i64) {
+    debug_assert!(slot < ARG_TIME, "results never use the time's slot");
     EXCHANGE.with(|e| {
         let mut e = e.borrow_mut();
         if (-MAX_SAFE as i64..=MAX_SAFE as i64).contains(&value) {

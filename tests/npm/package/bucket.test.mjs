@@ -133,6 +133,23 @@ test('a BigInt clock beyond 2^53 (epoch nanoseconds) is exact', () => {
   assert.equal(bucket.tryConsume(1), true);
 });
 
+test('a BigInt clock is not mistaken for a result past 2^53 within one operation', () => {
+  // Diagnostics and verbose results make several wasm calls at one time; a result past 2^53 left
+  // in the exchange must not be read back as that time.
+  const clock = { t: 1_763_800_000_000_000_000n };
+  const yearly = Bucket.builder().addLimit((l) => l.capacity(1000).refillIntervally(1000, '365 days')).withCustomTimeMeter(() => clock.t).build();
+  const year = 365n * 86_400n * 1_000_000_000n;
+  yearly.tryConsume(1);
+  const diagnostics = yearly.getDiagnostics();
+  assert.equal(diagnostics.nanosToFullRefill, year);
+  assert.equal(diagnostics.bandwidths[0].nanosToFullRefill, year);
+  yearly.tryConsume(999);
+  const verbose = yearly.asVerbose().tryConsumeAndReturnRemaining(1);
+  assert.equal(verbose.value.nanosToWaitForRefill, year);
+  assert.equal(verbose.diagnostics.nanosToFullRefill, year);
+  assert.equal(verbose.diagnostics.bandwidths[0].nanosToFullRefill, year);
+});
+
 test('the default and nanosecond clocks read real time', async () => {
   for (const builder of [Bucket.builder(), Bucket.builder().withNanosecondPrecision(), Bucket.builder().withMillisecondPrecision()]) {
     const bucket = builder.addLimit((l) => l.capacity(1).refillGreedy(1, '20ms')).build();

@@ -164,6 +164,54 @@ test('tokens an abort gives back are not free while the waits behind them still 
   assert.equal(bucket.getAvailableTokens(), 5, 'as if the 20 had never been asked: full, less the 5 served');
 });
 
+test('an abort never takes tokens: debts paid meanwhile (addTokens, reset) are not taken again', async (t) => {
+  for (const pay of [(bucket) => bucket.addTokens(30), (bucket) => bucket.reset()]) {
+    const { bucket, scheduler, advance } = scenario(t);
+    bucket.tryConsume(10);
+    const controller = new AbortController();
+    const aborted = scheduler.consume(5, { signal: controller.signal }).catch((e) => e.name);
+    const served = [];
+    const behind = [scheduler.consume(5), scheduler.consume(3)].map((p, i) => p.then(() => served.push(i)));
+    pay(bucket); // full: every debt paid
+    assert.equal(bucket.getAvailableTokens(), 10);
+    controller.abort();
+    assert.equal(await aborted, 'AbortError');
+    assert.equal(bucket.getAvailableTokens(), 10, 'still full, as without the abort');
+    await advance(0);
+    await Promise.all(behind);
+    assert.deepEqual(served, [0, 1], 'the waits behind, already paid for, are served at once and in order');
+    assert.equal(bucket.getAvailableTokens(), 10);
+    t.mock.timers.reset();
+  }
+});
+
+test('an abort gives a faster bandwidth nothing beyond capacity and takes nothing from it', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const clock = { t: 0 };
+  const bucket = Bucket.builder()
+    .addLimit((l) => l.capacity(10).refillGreedy(10, '1s').id('burst'))
+    .addLimit((l) => l.capacity(20).refillIntervally(20, '1h').id('hourly'))
+    .withCustomTimeMeter(() => clock.t)
+    .build();
+  const scheduler = bucket.asScheduler();
+  bucket.tryConsume(20); // too many for the burst: refused
+  bucket.tryConsume(10);
+  clock.t += 1000 * MS;
+  bucket.tryConsume(10); // the hourly bandwidth is empty, the burst too
+  const controller = new AbortController();
+  const aborted = scheduler.consume(5, { signal: controller.signal }).catch((e) => e.name);
+  const waiting = new AbortController();
+  const held = scheduler.consume(5, { signal: waiting.signal }).catch((e) => e.name); // waits for the hour
+  clock.t += 2000 * MS; // the burst refills over both debts
+  controller.abort();
+  assert.equal(await aborted, 'AbortError');
+  const [burst, hourly] = bucket.getDiagnostics().bandwidths.map((b) => b.availableTokens);
+  assert.equal(burst, 10, 'the burst keeps its refill');
+  assert.equal(hourly, -5, 'the hourly bandwidth owes the waiting 5 only');
+  waiting.abort();
+  assert.equal(await held, 'AbortError');
+});
+
 test('a reservation moved up after an abort never waits longer than first promised, nor goes free', async (t) => {
   const { bucket, scheduler, advance } = scenario(t);
   bucket.tryConsume(10);
