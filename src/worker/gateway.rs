@@ -14,7 +14,7 @@ use super::incoming::Incoming;
 use super::log::DecisionLine;
 use super::protocol::{Command, Mode};
 use super::respond::{self, Answer};
-use super::routes::{self, Method};
+use super::routes::{self, Method, PathReading};
 use super::settings::Settings;
 
 /// What the gateway needs next for a request.
@@ -45,16 +45,16 @@ pub struct Pending {
 /// among them, unless a route lists `OPTIONS`) is forwarded as it is.
 pub fn start(req: &Incoming, settings: &Settings, started: f64) -> Step {
     let method = req.method();
-    let parts = match routes::segments(req.path()) {
-        Ok(parts) => parts,
-        Err(error) => return own(req, settings, respond::counted_problem(&error)),
-    };
     let matching = if cors::is_preflight(req, &method) { Method::Preflight } else { Method::Plain(&method) };
-    let Some((route, captures)) = routes::find(&settings.routes, matching, &parts) else {
-        if settings.routes.is_empty() {
-            return own(req, settings, respond::problem(&ApiError::not_found(req.path())));
+    let parts = match routes::read_path(req.path()) {
+        PathReading::Clear(parts) => parts,
+        PathReading::Unclear { known, error } if routes::could_match(&settings.routes, matching, &known) => {
+            return own(req, settings, respond::counted_problem(&error))
         }
-        return forward(req, settings, Vec::new(), None);
+        PathReading::Unclear { .. } => return unlimited(req, settings), // no route could limit it
+    };
+    let Some((route, captures)) = routes::find(&settings.routes, matching, &parts) else {
+        return unlimited(req, settings);
     };
     let key = match routes::bucket_key(route, &captures, |name| req.header(name)) {
         Ok(key) => key,
@@ -70,6 +70,14 @@ pub fn start(req: &Incoming, settings: &Settings, started: f64) -> Step {
             admit(req, settings, &pending, verdict, started)
         }
     }
+}
+
+/// A request no route limits: forwarded as it is, or 404 when the gateway is off (no routes).
+fn unlimited(req: &Incoming, settings: &Settings) -> Step {
+    if settings.routes.is_empty() {
+        return own(req, settings, respond::problem(&ApiError::not_found(req.path())));
+    }
+    forward(req, settings, Vec::new(), None)
 }
 
 /// The step once the bucket replied: forward an admitted request, refuse a rejected one.

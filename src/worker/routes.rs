@@ -171,6 +171,22 @@ fn parse_pattern(pattern: &str) -> Result<Vec<Segment>, String> {
         .collect()
 }
 
+/// A request path read as an origin reads it, for matching (see [`read_path`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathReading {
+    /// Every segment, percent-decoded, dot segments resolved, empty ones dropped.
+    Clear(Vec<String>),
+    /// A segment origins read differently (see [`read_path`]): only the segments before it are
+    /// known, less one for each `..` after it (which may climb back into them); anything may
+    /// follow them.
+    Unclear {
+        /// The segments known to start the path.
+        known: Vec<String>,
+        /// 400 `INVALID_PATH`, for a request a route may limit.
+        error: ApiError,
+    },
+}
+
 /// The segments of a request path as an origin sees them, for matching: each percent-decoded
 /// (so `/%61pi` is `/api`), empty and `.` segments dropped, `..` removing the one before.
 ///
@@ -178,12 +194,12 @@ fn parse_pattern(pattern: &str) -> Result<Vec<Segment>, String> {
 /// `/` and drops tabs and newlines, so the path is split and cleaned the same way: otherwise
 /// `/x\..\api/1` would match no route and yet reach the origin as `/api/1`.
 ///
-/// # Errors
-/// 400 `INVALID_PATH` when a segment is not UTF-8 once decoded, or contains an encoded `/` or
-/// `\`: origins disagree on whether `%2F` (or, on Windows, `%5C`) separates segments, so either
-/// reading would let a request escape its route's limit at an origin that reads it the other way.
-pub fn segments(path: &str) -> Result<Vec<String>, ApiError> {
-    let invalid = |message: &str| ApiError::bad_request("INVALID_PATH", message);
+/// A segment that is not UTF-8 once decoded, or holds an encoded `/` or `\`, is unclear: origins
+/// disagree on whether `%2F` (or, on Windows, `%5C`) separates segments, and on the charset of
+/// other bytes, so any one reading would let a request escape its route's limit at an origin that
+/// reads it another way. Such a path is refused only where a route could match it (see
+/// [`could_match`]); elsewhere it passes, as `/projects/group%2Fproject` must.
+pub fn read_path(path: &str) -> PathReading {
     let cleaned: String;
     let path = if path.contains(['\t', '\n', '\r']) {
         cleaned = path.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
@@ -194,23 +210,54 @@ pub fn segments(path: &str) -> Result<Vec<String>, ApiError> {
     // Dot segments are resolved with empty segments kept, as the URL standard does (`/a//../b`
     // is `/a/b`, not `/b`); empty segments are dropped only afterwards, for matching.
     let mut parts: Vec<String> = Vec::new();
+    let mut unclear: Option<&str> = None;
     let path = path.strip_prefix(['/', '\\']).unwrap_or(path);
     for raw in path.split(['/', '\\']) {
-        let part =
-            percent_decode_str(raw).decode_utf8().map_err(|_| invalid("the path is not UTF-8 once percent-decoded"))?;
-        match &*part {
-            "." => {}
-            ".." => {
+        let decoded = percent_decode_str(raw).decode_utf8();
+        match (unclear, decoded.as_deref()) {
+            (_, Ok("..")) => {
                 parts.pop();
             }
-            p if p.contains(['/', '\\']) => {
-                return Err(invalid("an encoded '/' or '\\' (%2F, %5C) in a path segment is ambiguous"))
+            (Some(_), _) | (_, Ok(".")) => {}
+            (None, Err(_)) => unclear = Some("the path is not UTF-8 once percent-decoded"),
+            (None, Ok(p)) if p.contains(['/', '\\']) => {
+                unclear = Some("an encoded '/' or '\\' (%2F, %5C) in a path segment is ambiguous")
             }
-            p => parts.push(p.to_owned()),
+            (None, Ok(p)) => parts.push(p.to_owned()),
         }
     }
     parts.retain(|part| !part.is_empty());
-    Ok(parts)
+    match unclear {
+        None => PathReading::Clear(parts),
+        Some(message) => PathReading::Unclear { known: parts, error: ApiError::bad_request("INVALID_PATH", message) },
+    }
+}
+
+/// [`read_path`]'s segments, or its error for an unclear path.
+///
+/// # Errors
+/// 400 `INVALID_PATH` for an unclear path.
+pub fn segments(path: &str) -> Result<Vec<String>, ApiError> {
+    match read_path(path) {
+        PathReading::Clear(parts) => Ok(parts),
+        PathReading::Unclear { error, .. } => Err(error),
+    }
+}
+
+/// Whether some route could match `method` and a path that starts with the segments `known`
+/// and goes on with anything (see [`PathReading::Unclear`]).
+pub fn could_match(routes: &[Route], method: Method, known: &[String]) -> bool {
+    routes.iter().filter(|route| method_matches(route, method)).any(|route| {
+        for (i, part) in known.iter().enumerate() {
+            match route.segments.get(i) {
+                Some(Segment::Rest) => return true,
+                Some(Segment::Literal(literal)) if literal == part => {}
+                Some(Segment::Any | Segment::Param(_)) => {}
+                _ => return false,
+            }
+        }
+        true
+    })
 }
 
 /// How a request is matched against routes' `methods`.
@@ -228,21 +275,22 @@ where
     'r: 'p,
 {
     let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-    routes.iter().find_map(|route| {
-        let method_ok = match (method, &route.methods) {
-            (Method::Plain(_), None) => true,
-            (Method::Preflight, None) => false,
-            // HEAD is GET without the body (RFC 9110 9.3.2); most origins run the GET handler for it.
-            (Method::Plain(method), Some(listed)) => listed.iter().any(|m| {
-                m.eq_ignore_ascii_case(method) || (method.eq_ignore_ascii_case("HEAD") && m.eq_ignore_ascii_case("GET"))
-            }),
-            (Method::Preflight, Some(listed)) => listed.iter().any(|m| m == "OPTIONS"),
-        };
-        if !method_ok {
-            return None;
-        }
-        matches(&route.segments, &parts).map(|captures| (route, captures))
-    })
+    routes
+        .iter()
+        .filter(|route| method_matches(route, method))
+        .find_map(|route| matches(&route.segments, &parts).map(|captures| (route, captures)))
+}
+
+fn method_matches(route: &Route, method: Method) -> bool {
+    match (method, &route.methods) {
+        (Method::Plain(_), None) => true,
+        (Method::Preflight, None) => false,
+        // HEAD is GET without the body (RFC 9110 9.3.2); most origins run the GET handler for it.
+        (Method::Plain(method), Some(listed)) => listed.iter().any(|m| {
+            m.eq_ignore_ascii_case(method) || (method.eq_ignore_ascii_case("HEAD") && m.eq_ignore_ascii_case("GET"))
+        }),
+        (Method::Preflight, Some(listed)) => listed.iter().any(|m| m == "OPTIONS"),
+    }
 }
 
 fn matches<'r, 'p>(segments: &'r [Segment], parts: &[&'p str]) -> Option<Captures<'p>>
@@ -369,6 +417,35 @@ mod tests {
         for path in ["/%61pi/x", "/API/../api/x", "/./api//x", "/v1\\..\\api/x"] {
             assert!(find(&table, Method::Plain("GET"), &at(path)).is_some(), "{path}");
         }
+    }
+
+    #[test]
+    fn an_unclear_path_is_refused_only_where_a_route_could_match_it() {
+        let known = |path: &str| match read_path(path) {
+            PathReading::Unclear { known, error } => {
+                assert_eq!(error.code, "INVALID_PATH");
+                known
+            }
+            clear => panic!("{path} read as {clear:?}"),
+        };
+        assert_eq!(known("/projects/group%2Fproject/issues"), ["projects"]);
+        assert_eq!(known("/a/b/%FF/x"), ["a", "b"]);
+        assert_eq!(known("/a/b/%2F/.."), ["a"], "each `..` after it may climb back");
+        assert_eq!(known("/%2F"), Vec::<String>::new());
+        let table = routes(
+            r#"[{"pattern": "/api/**", "policy": "api", "key": {"source": "ip"}},
+                {"pattern": "/users/:id/posts", "methods": ["POST"], "policy": "api", "key": {"source": "ip"}}]"#,
+        )
+        .unwrap();
+        let could = |method, path| could_match(&table, Method::Plain(method), &known(path));
+        assert!(could("GET", "/api/x%2Fy"));
+        assert!(could("GET", "/api%2Fx"), "nothing known: /api/x under one reading");
+        assert!(could("POST", "/users/a%2Fb/posts"));
+        assert!(could("POST", "/users/%FF/posts"));
+        assert!(!could("GET", "/users/a%2Fb/posts"), "the route limits POST only");
+        assert!(!could("GET", "/projects/group%2Fproject"));
+        assert!(!could("POST", "/users/1/posts/2/%2F"), "longer than the route");
+        assert!(could("GET", "/x/%2F/../api"), "`..` may climb out of the unclear segment");
     }
 
     fn policies() -> Policies {

@@ -66,7 +66,15 @@ test('an encoded path is limited like the plain one; an encoded slash is refused
   const r = await send('/items%2F1');
   assert.equal(r.status, 400);
   assert.equal((await r.json()).code, 'INVALID_PATH');
+  assert.equal((await send('/users/a%2Fb/profile')).status, 400, 'a route could match it under one reading');
   assert.equal(o.requests.length, before, 'not forwarded');
+  // No route could match these under any reading: they pass, unlimited and unchanged.
+  for (const path of ['/projects/group%2Fproject', '/npm/@scope%2Fpkg', '/menu/caf%E9', '/user/%FF/other']) {
+    const passed = await w.call(path);
+    assert.equal(passed.status, 200, path);
+    assert.equal((await passed.json()).url, path);
+    assert.equal(passed.headers.get('ratelimit'), null, `${path} is not limited`);
+  }
 });
 
 test('backslashes and empty segments are read as the URL parser reads the forwarded path', async () => {
