@@ -1,6 +1,6 @@
 // Bucket4j's Bucket: limits, a clock, and every operation of the core.
 import { invalidArgument, EdgeBucketError } from './errors.js';
-import { raw } from './runtime.js';
+import { raw, describe } from './runtime.js';
 import { ConfigurationBuilder, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
 import { millisecondClock, nanosecondClock, customClock, readClock } from './clock.js';
 import * as ops from './operations.js';
@@ -128,9 +128,18 @@ export class Bucket {
   /** The same bucket (same tokens), reporting to `listener` (see {@link SimpleListener}). */
   toListenable(listener) {
     if (listener === null || typeof listener !== 'object') throw invalidArgument('a listener must be an object');
+    // Checked now: a hook that is not a function would throw only after its operation took effect.
+    for (const hook of LISTENER_HOOKS) {
+      const value = listener[hook];
+      if (value != null && typeof value !== 'function') {
+        throw invalidArgument(`listener.${hook} must be a function, got ${describe(value)}`);
+      }
+    }
     return new Bucket(this.#raw, this.#clock, listener);
   }
 }
+
+const LISTENER_HOOKS = ['onConsumed', 'onRejected', 'onDelayed', 'onAborted'];
 
 /** Builds a {@link Bucket}: limits, then optionally the clock. */
 export class BucketBuilder {

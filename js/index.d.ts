@@ -212,7 +212,7 @@ export class Bucket {
   getDiagnostics(): Diagnostics;
   asVerbose(): VerboseBucket;
   asScheduler(): Scheduler;
-  /** The same bucket (same tokens), reporting to `listener`. */
+  /** The same bucket (same tokens), reporting to `listener`; a hook that is not a function throws `INVALID_ARGUMENT`. */
   toListenable(listener: BucketListener): Bucket;
 }
 

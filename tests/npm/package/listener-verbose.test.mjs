@@ -30,6 +30,14 @@ test('a listener that throws makes the call throw, after the operation took effe
   assert.equal(bucket.getAvailableTokens(), 2);
 });
 
+test('a hook that is not a function is refused by toListenable, before any operation', () => {
+  const { bucket } = manual();
+  for (const hook of ['onConsumed', 'onRejected', 'onDelayed', 'onAborted']) {
+    assert.throws(() => bucket.toListenable({ [hook]: 'yes' }), (e) => e.code === 'INVALID_ARGUMENT' && e.message.includes(hook));
+  }
+  assert.equal(bucket.getAvailableTokens(), 5, 'nothing consumed');
+});
+
 test('a listener may implement only some hooks', () => {
   const { bucket } = manual();
   const seen = [];
