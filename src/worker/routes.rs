@@ -148,8 +148,27 @@ fn check(spec: RouteSpec, policies: &Policies) -> Result<Route, String> {
             return Err(at(format!("the key names segment {name:?}, which the pattern lacks (write :{name})")));
         }
     }
+    if let Some(name) = spec.key.header().filter(|name| !is_token(name)) {
+        return Err(at(format!("{name:?} is not a header name")));
+    }
+    match spec.methods.as_deref() {
+        Some([]) => {
+            return Err(at("methods is empty, so the route would never match: list methods or leave it out".into()))
+        }
+        Some(methods) => {
+            if let Some(bad) = methods.iter().find(|m| !is_token(m)) {
+                return Err(at(format!("{bad:?} is not an HTTP method")));
+            }
+        }
+        None => {}
+    }
     let methods = spec.methods.map(|m| m.iter().map(|m| m.to_ascii_uppercase()).collect());
     Ok(Route { pattern: spec.pattern, segments, methods, policy: spec.policy, key: spec.key, cost: spec.cost })
+}
+
+/// An HTTP token (RFC 9110 5.6.2): what method and header names are made of.
+fn is_token(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 fn parse_pattern(pattern: &str) -> Result<Vec<Segment>, String> {
@@ -158,17 +177,31 @@ fn parse_pattern(pattern: &str) -> Result<Vec<Segment>, String> {
     };
     let parts: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     let last = parts.len().saturating_sub(1);
-    parts
+    let segments: Vec<Segment> = parts
         .iter()
         .enumerate()
         .map(|(i, part)| match *part {
             "**" if i == last => Ok(Segment::Rest),
             "**" => Err("** may only end a pattern".to_owned()),
             "*" => Ok(Segment::Any),
+            // Requests are matched decoded, with dot segments resolved: these never match.
+            "." | ".." => {
+                Err(format!("a {part:?} segment never matches: requests are matched with dot segments resolved"))
+            }
+            p if p.contains(['%', '\\']) => Err(format!(
+                "{p:?} never matches: requests are matched percent-decoded, with \\ as /; write it decoded"
+            )),
             p if p.starts_with(':') && p.len() > 1 => Ok(Segment::Param(p[1..].to_owned())),
             p => Ok(Segment::Literal(p.to_owned())),
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    let names: Vec<&str> =
+        segments.iter().filter_map(|s| if let Segment::Param(n) = s { Some(n.as_str()) } else { None }).collect();
+    // A pattern has a few names: comparing pairs beats linking a sort for them.
+    if let Some((_, name)) = names.iter().enumerate().find(|(i, name)| names[..*i].contains(name)) {
+        return Err(format!("the segment name :{name} appears twice"));
+    }
+    Ok(segments)
 }
 
 /// A request path read as an origin reads it, for matching (see [`read_path`]).
@@ -513,6 +546,25 @@ mod tests {
             .contains("no policy"));
         assert!(routes(r#"[{"pattern": "a", "policy": "api", "key": {"source": "ip"}}]"#).is_err());
         assert!(routes(r#"[{"pattern": "/**/a", "policy": "api", "key": {"source": "ip"}}]"#).is_err());
+    }
+
+    #[test]
+    fn routes_that_could_never_match_or_key_are_configuration_errors() {
+        let route = |pattern: &str, extra: &str| {
+            routes(&format!(r#"[{{"pattern": "{pattern}", "policy": "api", "key": {{"source": "ip"}}{extra}}}]"#))
+        };
+        assert!(route("/a", r#", "methods": []"#).unwrap_err().contains("methods is empty"));
+        assert!(route("/a", r#", "methods": ["GET POST"]"#).unwrap_err().contains("not an HTTP method"));
+        for pattern in ["/a/./b", "/a/..", "/%61pi", "/a\\\\b"] {
+            assert!(route(pattern, "").unwrap_err().contains("never matches"), "{pattern}");
+        }
+        assert!(route("/:id/x/:id", "").unwrap_err().contains(":id appears twice"));
+        assert!(route("/a/:id/:other", r#", "methods": ["get", "M-SEARCH"]"#).is_ok());
+        let keyed = |key: &str| routes(&format!(r#"[{{"pattern": "/a", "policy": "api", "key": {key}}}]"#));
+        assert!(keyed(r#"{"source": "header", "name": "X User"}"#).unwrap_err().contains("not a header name"));
+        assert!(keyed(r#"{"source": "header", "name": ""}"#).is_err());
+        assert!(keyed(r#"{"source": "apiKey", "header": "X-Key:"}"#).is_err());
+        assert!(keyed(r#"{"source": "apiKey", "header": "X-Key"}"#).is_ok());
     }
 
     #[test]

@@ -91,7 +91,33 @@ fn origin_url(origin: &str) -> Result<String, String> {
             "ORIGIN {origin:?} cannot hold a query, fragment or space: request paths are appended to it"
         ));
     }
+    if let Some(host) = host.filter(|host| !is_host_and_port(host)) {
+        return Err(format!(
+            "ORIGIN {origin:?}: {host:?} is not a host with an optional port (a DNS name in ASCII, \
+             punycode for others; an IPv4 address; an IPv6 address in brackets; no user name)"
+        ));
+    }
     Ok(origin.trim_end_matches('/').to_owned())
+}
+
+/// `host[:port]` as the URL parser takes it without complaint: a name of letters, digits, `-`,
+/// `_` and `.`, or a bracketed IPv6 address; a port of at most 65535.
+fn is_host_and_port(authority: &str) -> bool {
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) if !port.contains(']') => (host, Some(port)),
+        _ => (authority, None),
+    };
+    let port_ok = port.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 5
+            && p.bytes().all(|b| b.is_ascii_digit())
+            && p.parse::<u32>().is_ok_and(|p| p <= 65_535)
+    });
+    let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(v6) => !v6.is_empty() && v6.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.'),
+        None => !host.is_empty() && host.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)),
+    };
+    port_ok && host_ok
 }
 
 /// A binding as text: strings as they are, objects as JSON; `None` when unset.
@@ -112,6 +138,8 @@ mod tests {
         assert_eq!(origin_url("https://api.example.com/").unwrap(), "https://api.example.com");
         assert_eq!(origin_url("http://127.0.0.1:8080/base").unwrap(), "http://127.0.0.1:8080/base");
         assert_eq!(origin_url("HTTPS://api.example.com").unwrap(), "HTTPS://api.example.com", "schemes ignore case");
+        assert_eq!(origin_url("http://[::1]:8080").unwrap(), "http://[::1]:8080");
+        assert_eq!(origin_url("https://xn--bcher-kva.example:443/v2").unwrap(), "https://xn--bcher-kva.example:443/v2");
         let bad = [
             "origin.example.com",
             "ftp://x.example",
@@ -120,6 +148,13 @@ mod tests {
             "http://",
             "http:///p",
             "https://x .example",
+            "https://[::1",
+            "https://a<b.example",
+            "https://x.example:99999",
+            "https://x.example:",
+            "https://a%zz.example",
+            "https://user:pass@x.example",
+            "https://bücher.example",
         ];
         for bad in bad {
             assert!(origin_url(bad).is_err(), "{bad}");
