@@ -35,8 +35,9 @@ export type TimeMeter = () => number | bigint;
 /**
  * The one error class. `code` is the Rust core's stable code (`NON_POSITIVE_CAPACITY`,
  * `INVALID_DURATION`, `NON_POSITIVE_TOKENS`, `KEY_TOO_LONG`, …) or `INVALID_ARGUMENT` for an
- * operation's or option's argument of the wrong type or form. Anything wrong inside a
- * configuration, whatever its type, is `INVALID_CONFIGURATION` or a specific code; a duration
+ * operation's or option's argument of the wrong type or form (a builder count such as
+ * `capacity('5')` included). Anything wrong inside a configuration object, whatever its type, is
+ * `INVALID_CONFIGURATION` or a specific code; a duration
  * that cannot be read is `INVALID_DURATION`, an instant `INVALID_INSTANT`. An operation that throws has changed
  * nothing, except when a listener throws: listeners run after the operation took effect.
  *
