@@ -189,9 +189,14 @@ export class Scheduler {
         staying.push(each);
       }
     }
-    const owed = total(queue.list.filter((each) => !each.returned));
+    const owed = total(queue.list.filter((each) => !each.returned), true);
     for (const each of leaving) ops.returnReserved(this.#raw, each.tokens, owed, now);
-    for (const each of staying) ops.forceAddTokens(this.#raw, each.tokens, now);
+    if (staying.length === 0) return;
+    try {
+      ops.forceAddTokens(this.#raw, total(staying), now); // one call: all or, past 64 bits, nothing
+    } catch {
+      return; // the waits keep their times, which errs towards refusing
+    }
     for (const each of staying) {
       const wait = ops.reserve(this.#raw, each.tokens, Infinity, now);
       if (wait === null) {
@@ -205,12 +210,12 @@ export class Scheduler {
 
 const I64_MAX = 2n ** 63n - 1n;
 
-/** The tokens `reservations` hold, as a number while exact (at most the 64-bit maximum: a debt
- * that large leaves no bandwidth room for any returned token anyway). */
-function total(reservations) {
+/** The tokens `reservations` hold, as a number while exact. Past the 64-bit maximum it is refused
+ * by wasm, unless `clamped`: as what is still owed, the maximum leaves no room for any token. */
+function total(reservations, clamped = false) {
   let sum = 0n;
   for (const each of reservations) sum += BigInt(each.tokens);
-  return exactNumber(sum > I64_MAX ? I64_MAX : sum);
+  return exactNumber(clamped && sum > I64_MAX ? I64_MAX : sum);
 }
 
 /** The reservations still waiting on a raw bucket, oldest first, shared by all its views. */
