@@ -189,11 +189,12 @@ export class Scheduler {
         staying.push(each);
       }
     }
-    const owed = total(queue.list.filter((each) => !each.returned), true);
+    // Past the 64-bit maximum, what is still owed leaves no bandwidth room for any token anyway.
+    const owed = exactNumber(min(total(queue.list.filter((each) => !each.returned)), I64_MAX));
     for (const each of leaving) ops.returnReserved(this.#raw, each.tokens, owed, now);
     if (staying.length === 0) return;
     try {
-      ops.forceAddTokens(this.#raw, total(staying), now); // one call: all or, past 64 bits, nothing
+      ops.forceAddTokens(this.#raw, exactNumber(total(staying)), now); // one call: all or, past 64 bits, nothing
     } catch {
       return; // the waits keep their times, which errs towards refusing
     }
@@ -210,13 +211,14 @@ export class Scheduler {
 
 const I64_MAX = 2n ** 63n - 1n;
 
-/** The tokens `reservations` hold, as a number while exact. Past the 64-bit maximum it is refused
- * by wasm, unless `clamped`: as what is still owed, the maximum leaves no room for any token. */
-function total(reservations, clamped = false) {
+/** The tokens `reservations` hold, exactly (a BigInt). */
+function total(reservations) {
   let sum = 0n;
   for (const each of reservations) sum += BigInt(each.tokens);
-  return exactNumber(clamped && sum > I64_MAX ? I64_MAX : sum);
+  return sum;
 }
+
+const min = (a, b) => (a < b ? a : b);
 
 /** The reservations still waiting on a raw bucket, oldest first, shared by all its views. */
 const waiting = new WeakMap();

@@ -21,8 +21,13 @@ fuzz_target!(|input: &[u8]| {
         Ok(None) => {}
         Err(error) => assert!((400..500).contains(&error.status), "{error:?}"),
     }
-    match routes::segments(path) {
-        Ok(segments) => assert!(segments.iter().all(|s| !s.is_empty() && !s.contains('/') && s != "." && s != "..")),
-        Err(error) => assert_eq!((error.status, error.code.as_str()), (400, "INVALID_PATH")),
+    let plain =
+        |segments: &[String]| segments.iter().all(|s| !s.is_empty() && !s.contains('/') && s != "." && s != "..");
+    match routes::read_path(path) {
+        routes::PathReading::Clear(segments) => assert!(plain(&segments)),
+        routes::PathReading::Unclear { known, error } => {
+            assert!(plain(&known));
+            assert_eq!((error.status, error.code.as_str()), (400, "INVALID_PATH"));
+        }
     }
 });

@@ -107,12 +107,8 @@ fn is_host_and_port(authority: &str) -> bool {
         Some((host, port)) if !port.contains(']') => (host, Some(port)),
         _ => (authority, None),
     };
-    let port_ok = port.is_none_or(|p| {
-        !p.is_empty()
-            && p.len() <= 5
-            && p.bytes().all(|b| b.is_ascii_digit())
-            && p.parse::<u32>().is_ok_and(|p| p <= 65_535)
-    });
+    // Digits only: `parse` alone would take a sign. It refuses an empty port and one past 65535.
+    let port_ok = port.is_none_or(|p| p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok());
     let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
         Some(v6) => !v6.is_empty() && v6.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.'),
         None => !host.is_empty() && host.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)),
