@@ -12,7 +12,7 @@ fuzz_target!(|input: &[u8]| {
     let body = parts.next().unwrap_or_default();
     let (Ok(method), Ok(path)) = (std::str::from_utf8(method), std::str::from_utf8(path)) else { return };
 
-    match api::endpoint(method, path) {
+    match api::endpoint(method, path, &api::ApiPrefix::default()) {
         Ok(Some(endpoint)) => {
             if let Err(error) = api::command(&endpoint, body) {
                 assert!((400..500).contains(&error.status), "{endpoint:?} {error:?}");

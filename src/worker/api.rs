@@ -1,4 +1,5 @@
-//! The JSON service API under `/v1`: which endpoint a request is, and what its body means.
+//! The JSON service API under `/v1` (or `[vars] API_PREFIX`, see [`ApiPrefix`]): which endpoint a
+//! request is, and what its body means.
 //!
 //! | endpoint | role | body |
 //! |---|---|---|
@@ -21,8 +22,56 @@ use super::keys;
 use super::protocol::{round_up, BandwidthView, Command, Mode, Outcome, MILLISECOND};
 use crate::{DurationSpec, TokensInheritanceStrategy};
 
-/// The path prefix of the service API; everything else belongs to the gateway.
-pub const PREFIX: &str = "/v1";
+/// Where the service API lives: `[vars] API_PREFIX`, `/v1` by default. Every other path belongs
+/// to the gateway, so an origin with paths of its own under `/v1` needs the API moved, for
+/// example to `/edgebucket/v1`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiPrefix(String);
+
+impl Default for ApiPrefix {
+    fn default() -> ApiPrefix {
+        ApiPrefix("/v1".into())
+    }
+}
+
+impl ApiPrefix {
+    /// A prefix such as `/v1` or `/edgebucket/v1`: segments of URL-safe characters (letters,
+    /// digits, `-`, `.`, `_`, `~`), no `.` or `..` segment, no trailing `/`. Requests are told
+    /// apart by their path as sent, so a prefix that percent-encoding or dot segments could
+    /// spell another way is refused.
+    ///
+    /// # Errors
+    /// A message saying what a prefix looks like.
+    pub fn parse(text: &str) -> Result<ApiPrefix, String> {
+        let safe = |segment: &str| {
+            !matches!(segment, "" | "." | "..")
+                && segment.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
+        };
+        match text.strip_prefix('/') {
+            Some(rest) if rest.split('/').all(safe) => Ok(ApiPrefix(text.to_owned())),
+            _ => Err(format!(
+                "API_PREFIX {text:?} must be a path such as /v1 or /edgebucket/v1: segments of letters, \
+                 digits, '-', '.', '_' or '~', without a trailing /"
+            )),
+        }
+    }
+
+    /// The prefix as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Its segments, without the slashes.
+    pub fn segments(&self) -> impl Iterator<Item = &str> {
+        self.0[1..].split('/')
+    }
+
+    /// What follows the prefix in `path` (empty, or starting with `/`); `None` when `path` is
+    /// not under it.
+    fn rest<'p>(&self, path: &'p str) -> Option<&'p str> {
+        path.strip_prefix(self.0.as_str()).filter(|rest| rest.is_empty() || rest.starts_with('/'))
+    }
+}
 
 /// Largest request body, in bytes.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -58,13 +107,13 @@ impl Endpoint {
     }
 }
 
-/// The endpoint for `method` and `path`, `None` when the path is not under [`PREFIX`].
+/// The endpoint for `method` and `path`, `None` when the path is not under `prefix`.
 ///
 /// # Errors
 /// 404 `NOT_FOUND`, 405 `METHOD_NOT_ALLOWED` (the message lists the allowed methods),
 /// 400 `INVALID_KEY`.
-pub fn endpoint(method: &str, path: &str) -> Result<Option<Endpoint>, ApiError> {
-    let Some(rest) = path.strip_prefix(PREFIX).filter(|r| r.is_empty() || r.starts_with('/')) else {
+pub fn endpoint(method: &str, path: &str, prefix: &ApiPrefix) -> Result<Option<Endpoint>, ApiError> {
+    let Some(rest) = prefix.rest(path) else {
         return Ok(None);
     };
     let parts: Vec<&str> = rest.split('/').skip(1).collect();
@@ -281,6 +330,10 @@ mod tests {
     use super::*;
     use crate::INFINITY_DURATION;
 
+    fn endpoint(method: &str, path: &str) -> Result<Option<Endpoint>, ApiError> {
+        super::endpoint(method, path, &ApiPrefix::default())
+    }
+
     #[test]
     fn endpoints_and_roles() {
         let e = |m, p| endpoint(m, p).unwrap().unwrap();
@@ -295,6 +348,23 @@ mod tests {
         assert_eq!(e("POST", "/v1/buckets/u/consume").role(), Role::Service);
         assert_eq!(endpoint("GET", "/v1x/buckets"), Ok(None));
         assert_eq!(endpoint("GET", "/elsewhere"), Ok(None));
+    }
+
+    #[test]
+    fn the_api_can_move() {
+        let moved = ApiPrefix::parse("/edgebucket/v1").unwrap();
+        let at = |path| super::endpoint("POST", path, &moved);
+        assert_eq!(at("/edgebucket/v1/buckets/u/consume"), Ok(Some(Endpoint::Consume("u".into()))));
+        assert_eq!(at("/v1/buckets/u/consume"), Ok(None), "the origin's /v1 is the gateway's");
+        assert_eq!(at("/edgebucket/v1x/buckets/u/consume"), Ok(None));
+        assert_eq!(moved.segments().collect::<Vec<_>>(), ["edgebucket", "v1"]);
+        for good in ["/v2", "/rate-limit/v1", "/_eb/v1.0", "/~x"] {
+            assert_eq!(ApiPrefix::parse(good).map(|p| p.as_str().to_owned()), Ok(good.to_owned()));
+        }
+        let bad = ["", "/", "v1", "/v1/", "//v1", "/a//v1", "/./v1", "/a/..", "/v%31", "/v 1", "/ä", "/v1?x", "/a\\b"];
+        for bad in bad {
+            assert!(ApiPrefix::parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

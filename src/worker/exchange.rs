@@ -88,13 +88,14 @@ impl Exchange {
         Exchange { req: Incoming::new(request), started, settings, waiting: Waiting::Start }
     }
 
-    /// The first step: `/v1` is the service API, everything else the gateway.
+    /// The first step: paths under the API prefix (`/v1`) are the service API, everything else
+    /// the gateway.
     pub fn start(&mut self) -> JsValue {
         let settings = match &self.settings {
             Ok(settings) => Rc::clone(settings),
             Err(error) => return self.respond(respond::problem(error), false),
         };
-        match api::endpoint(&self.req.method(), self.req.path()) {
+        match api::endpoint(&self.req.method(), self.req.path(), &settings.api_prefix) {
             Ok(Some(endpoint)) => {
                 let step = service::start(&endpoint, &self.req, &settings, self.started);
                 self.service_step(endpoint, step)

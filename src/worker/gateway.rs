@@ -1,4 +1,4 @@
-//! Gateway mode: requests outside `/v1` are matched against `ROUTES`; an admitted request is
+//! Gateway mode: requests outside the API prefix (`/v1`) are matched against `ROUTES`; an admitted request is
 //! forwarded to `ORIGIN` (method, headers, body and query unchanged but for the keyed header's
 //! lines joined into one, redirects not followed)
 //! and the origin's answer gets the rate-limit headers; a rejected one gets 429

@@ -1,5 +1,5 @@
 //! The Cloudflare Worker (feature `worker`): exact token buckets in Durable Objects, served as a
-//! JSON rate-limit service under `/v1` and as a gateway in front of an origin, with the IETF
+//! JSON rate-limit service under `/v1` (`API_PREFIX`) and as a gateway in front of an origin, with the IETF
 //! `RateLimit` headers on every decision. Built with `worker-build`, configured in
 //! `wrangler.toml`. Design notes: `docs/worker.md`.
 //!
@@ -9,7 +9,7 @@
 //! - the request's way through: [`exchange`](crate::worker::exchange), with `entry.js` doing
 //!   the IO;
 //! - serving: [`api`](crate::worker::api) (endpoints and bodies) and
-//!   [`service`](crate::worker::service) for `/v1`, [`gateway`](crate::worker::gateway) for the rest,
+//!   [`service`](crate::worker::service) for the API prefix, [`gateway`](crate::worker::gateway) for the rest,
 //!   with its [`cors`](crate::worker::cors);
 //! - deciding: [`client`](crate::worker::client) asks the key's
 //!   [`durable_object`](crate::worker::durable_object) (its [`bucket_row`](crate::worker::bucket_row)

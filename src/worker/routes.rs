@@ -20,6 +20,7 @@ use percent_encoding::percent_decode_str;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use super::api::ApiPrefix;
 use super::auth;
 use super::errors::ApiError;
 use super::keys;
@@ -121,18 +122,25 @@ pub struct Route {
 /// The captured `:name` segments of a match.
 pub type Captures<'a> = Vec<(&'a str, &'a str)>;
 
-/// Reads `ROUTES`, checking every route against `policies`.
+/// Reads `ROUTES`, checking every route against `policies` and the service API's place.
 ///
 /// # Errors
 /// A message naming the route and what is wrong with it.
-pub fn parse(json: &str, policies: &Policies) -> Result<Vec<Route>, String> {
+pub fn parse(json: &str, policies: &Policies, api: &ApiPrefix) -> Result<Vec<Route>, String> {
     let specs: Vec<RouteSpec> = serde_json::from_str(json).map_err(|e| format!("ROUTES: {e}"))?;
-    specs.into_iter().map(|spec| check(spec, policies)).collect()
+    specs.into_iter().map(|spec| check(spec, policies, api)).collect()
 }
 
-fn check(spec: RouteSpec, policies: &Policies) -> Result<Route, String> {
+fn check(spec: RouteSpec, policies: &Policies, api: &ApiPrefix) -> Result<Route, String> {
     let at = |message: String| format!("route {:?}: {message}", spec.pattern);
     let segments = parse_pattern(&spec.pattern).map_err(at)?;
+    if under(&segments, api) {
+        return Err(at(format!(
+            "its paths are the service API's (API_PREFIX {:?}): set API_PREFIX to another path, such as \
+             /edgebucket/v1, to limit them",
+            api.as_str()
+        )));
+    }
     let policy = policies.get(&spec.policy).ok_or_else(|| at(format!("no policy named {:?}", spec.policy)))?;
     let smallest = policy.configuration.bandwidths().iter().map(|b| b.capacity()).min().unwrap_or(0);
     if spec.cost < 1 || spec.cost > smallest {
@@ -164,6 +172,13 @@ fn check(spec: RouteSpec, policies: &Policies) -> Result<Route, String> {
     }
     let methods = spec.methods.map(|m| m.iter().map(|m| m.to_ascii_uppercase()).collect());
     Ok(Route { pattern: spec.pattern, segments, methods, policy: spec.policy, key: spec.key, cost: spec.cost })
+}
+
+/// Whether every path a pattern matches is under the API prefix (its first segments are the
+/// prefix's, as literals). Such a route would never see a request: the API answers them first.
+fn under(segments: &[Segment], api: &ApiPrefix) -> bool {
+    let mut pattern = segments.iter();
+    api.segments().all(|part| matches!(pattern.next(), Some(Segment::Literal(literal)) if literal == part))
 }
 
 /// An HTTP token (RFC 9110 5.6.2): what method and header names are made of.
@@ -485,7 +500,7 @@ mod tests {
     }
 
     fn routes(json: &str) -> Result<Vec<Route>, String> {
-        parse(json, &policies())
+        parse(json, &policies(), &ApiPrefix::default())
     }
 
     #[test]
@@ -542,6 +557,25 @@ mod tests {
             .contains("no policy"));
         assert!(routes(r#"[{"pattern": "a", "policy": "api", "key": {"source": "ip"}}]"#).is_err());
         assert!(routes(r#"[{"pattern": "/**/a", "policy": "api", "key": {"source": "ip"}}]"#).is_err());
+    }
+
+    #[test]
+    fn a_route_under_the_api_prefix_is_a_configuration_error() {
+        let route = |pattern: &str, api: &str| {
+            let json = format!(r#"[{{"pattern": "{pattern}", "policy": "api", "key": {{"source": "ip"}}}}]"#);
+            parse(&json, &policies(), &ApiPrefix::parse(api).unwrap())
+        };
+        for pattern in ["/v1", "/v1/**", "/v1/users/:id", "//v1/*"] {
+            assert!(route(pattern, "/v1").unwrap_err().contains("API_PREFIX \"/v1\""), "{pattern}");
+        }
+        assert!(route("/eb/v1/x", "/eb/v1").is_err());
+        // Patterns that also match paths outside the API are kept: the API answers its own first.
+        for pattern in ["/v1x", "/:version/users", "/*/**", "/**", "/v2/users", "/"] {
+            assert!(route(pattern, "/v1").is_ok(), "{pattern}");
+        }
+        assert!(route("/eb", "/eb/v1").is_ok(), "matches /eb only");
+        assert!(route("/eb/**", "/eb/v1").is_ok(), "matches /eb/v2 too");
+        assert!(route("/v1/users/**", "/edgebucket/v1").is_ok(), "the API moved out of the way");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The worker's configuration, read from its environment once per isolate: `[vars]` `POLICIES`,
-//! `ROUTES`, `ORIGIN`, `CORS_ORIGINS`, `LOG_DECISIONS`, and the secrets `ADMIN_TOKEN` and `API_KEY`.
+//! `ROUTES`, `ORIGIN`, `API_PREFIX`, `CORS_ORIGINS`, `LOG_DECISIONS`, and the secrets
+//! `ADMIN_TOKEN` and `API_KEY`.
 //!
 //! `POLICIES` and `ROUTES` may be TOML tables in `wrangler.toml` (they arrive as objects, and
 //! are read through `JSON.stringify`, so integers beyond 2^53 lose precision there) or JSON
@@ -10,6 +11,7 @@ use std::rc::Rc;
 
 use worker::{js_sys, wasm_bindgen::JsValue, Env};
 
+use super::api::ApiPrefix;
 use super::auth::Secrets;
 use super::cors::AllowedOrigins;
 use super::errors::ApiError;
@@ -21,6 +23,8 @@ use super::routes::{self, Route};
 pub struct Settings {
     /// Named policies.
     pub policies: Policies,
+    /// Where the service API lives; the gateway has every other path.
+    pub api_prefix: ApiPrefix,
     /// Gateway routes; empty when the worker is only a service.
     pub routes: Vec<Route>,
     /// Where the gateway forwards admitted requests, without a trailing slash.
@@ -50,8 +54,12 @@ pub fn load(env: &Env) -> Result<Rc<Settings>, ApiError> {
 fn read(env: &Env) -> Result<Settings, ApiError> {
     let policies =
         Policies::parse(&var(env, "POLICIES").unwrap_or_else(|| "{}".into())).map_err(ApiError::configuration)?;
+    let api_prefix = match var(env, "API_PREFIX") {
+        Some(text) => ApiPrefix::parse(&text).map_err(ApiError::configuration)?,
+        None => ApiPrefix::default(),
+    };
     let routes = match var(env, "ROUTES") {
-        Some(json) => routes::parse(&json, &policies).map_err(ApiError::configuration)?,
+        Some(json) => routes::parse(&json, &policies, &api_prefix).map_err(ApiError::configuration)?,
         None => Vec::new(),
     };
     // Read only for the gateway: without routes ORIGIN is unused, and a leftover value must not
@@ -71,7 +79,7 @@ fn read(env: &Env) -> Result<Settings, ApiError> {
     let secret = |name| var(env, name).filter(|value| !value.trim().is_empty());
     let secrets = Secrets { admin_token: secret("ADMIN_TOKEN"), api_key: secret("API_KEY") };
     let log_decisions = var(env, "LOG_DECISIONS").is_none_or(|v| v != "false");
-    Ok(Settings { policies, routes, origin, cors_origins, secrets, log_decisions })
+    Ok(Settings { policies, api_prefix, routes, origin, cors_origins, secrets, log_decisions })
 }
 
 /// `ORIGIN` without a trailing slash, once it has the shape of an absolute `http(s)` URL that a

@@ -2,7 +2,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { start, origin, admin, greedy, intervally, rawRequest } from './harness.mjs';
+import { start, origin, admin, post, greedy, intervally, rawRequest } from './harness.mjs';
 
 const POLICIES = {
   writes: { bandwidths: [greedy('burst', 2, 2, '1h'), intervally('daily', 50, 50, '1d')] },
@@ -280,6 +280,47 @@ test('shadow mode forwards what it would reject, marked in a header and the log'
   assert.equal(r.headers.get('ratelimit'), '"w";r=0;t=3600');
   const line = (await w.logged((l) => l.route === '/watched', 2)).at(-1);
   assert.deepEqual([line.allowed, line.shadowRejected], [true, true]);
+});
+
+test('API_PREFIX moves the service API out of the way of an origin with paths of its own under /v1', async () => {
+  const users = { pattern: '/v1/users/:user', policy: 'per_user', key: { source: 'segment', name: 'user' } };
+  const moved = await start({ vars: { POLICIES, ROUTES: [users], ORIGIN: o.url, API_PREFIX: '/edgebucket/v1' } });
+  try {
+    const first = await moved.call('/v1/users/ann');
+    assert.equal(first.status, 200);
+    assert.equal((await first.json()).url, '/v1/users/ann', 'forwarded to the origin');
+    assert.equal(first.headers.get('ratelimit'), '"user";r=0;t=3600');
+    assert.equal((await moved.call('/v1/users/ann')).status, 429, 'and limited by its route');
+    const unrouted = await moved.call('/v1/buckets/k/consume', post({ policy: 'keyed' }));
+    assert.deepEqual(await unrouted.json(), { method: 'POST', url: '/v1/buckets/k/consume', body: '{"policy":"keyed"}' });
+    const consumed = await moved.call('/edgebucket/v1/buckets/k/consume', post({ policy: 'keyed' }));
+    assert.equal(consumed.status, 200, 'the service API answers at its new place');
+    assert.equal((await consumed.json()).allowed, true);
+    const bucket = await moved.call('/edgebucket/v1/buckets/gateway:per_user:segment:ann', admin());
+    assert.equal(bucket.status, 200, "an admin finds the route's bucket there");
+  } finally {
+    await moved.stop();
+  }
+  const broken = [
+    [{ API_PREFIX: '/edgebucket/v1/' }, /API_PREFIX "\/edgebucket\/v1\/" must be a path/],
+    [{ API_PREFIX: '/v%31' }, /must be a path/],
+    [{}, /route "\/v1\/users\/:user": its paths are the service API's \(API_PREFIX "\/v1"\)/],
+  ];
+  for (const [vars, detail] of broken) {
+    const misconfigured = await start({ vars: { POLICIES, ROUTES: [users], ORIGIN: o.url, ...vars } });
+    try {
+      for (const path of ['/v1/users/ann', '/edgebucket/v1/buckets/k/consume']) {
+        const r = await misconfigured.call(path, post({ policy: 'keyed' }));
+        assert.equal(r.status, 500, path);
+        const problem = await r.json();
+        assert.equal(problem.code, 'CONFIGURATION_ERROR');
+        assert.match(problem.detail, detail);
+      }
+      assert.equal(o.requests.filter((r) => r.url === '/v1/users/ann').length, 1, 'nothing forwarded');
+    } finally {
+      await misconfigured.stop();
+    }
+  }
 });
 
 test('a gateway without an origin is a configuration error; an unreachable origin is 502', async () => {
