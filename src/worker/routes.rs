@@ -159,6 +159,14 @@ fn check(spec: RouteSpec, policies: &Policies, api: &ApiPrefix) -> Result<Route,
     if let Some(name) = spec.key.header().filter(|name| !is_token(name)) {
         return Err(at(format!("{name:?} is not a header name")));
     }
+    if let KeySource::Header { name } = &spec.key {
+        if CREDENTIAL_HEADERS.iter().any(|c| name.eq_ignore_ascii_case(c)) {
+            return Err(at(format!(
+                "{name} carries credentials, which a header key would put in bucket names and logs as they are: \
+                 use {{\"source\": \"apiKey\", \"header\": \"{name}\"}}, which hashes them"
+            )));
+        }
+    }
     match spec.methods.as_deref() {
         Some([]) => {
             return Err(at("methods is empty, so the route would never match: list methods or leave it out".into()))
@@ -180,6 +188,9 @@ fn under(segments: &[Segment], api: &ApiPrefix) -> bool {
     let mut pattern = segments.iter();
     api.segments().all(|part| matches!(pattern.next(), Some(Segment::Literal(literal)) if literal == part))
 }
+
+/// Headers that carry secrets: a `header` key on them is refused in favour of `apiKey`.
+const CREDENTIAL_HEADERS: [&str; 4] = ["Authorization", "Proxy-Authorization", "Cookie", "X-API-Key"];
 
 /// An HTTP token (RFC 9110 5.6.2): what method and header names are made of.
 fn is_token(text: &str) -> bool {
@@ -592,6 +603,11 @@ mod tests {
         assert!(route("/a/:id/:other", r#", "methods": ["get", "M-SEARCH"]"#).is_ok());
         let keyed = |key: &str| routes(&format!(r#"[{{"pattern": "/a", "policy": "api", "key": {key}}}]"#));
         assert!(keyed(r#"{"source": "header", "name": "X User"}"#).unwrap_err().contains("not a header name"));
+        for name in ["authorization", "Cookie", "X-Api-Key", "PROXY-AUTHORIZATION"] {
+            let error = keyed(&format!(r#"{{"source": "header", "name": "{name}"}}"#)).unwrap_err();
+            assert!(error.contains(&format!(r#"use {{"source": "apiKey", "header": "{name}"}}"#)), "{error}");
+            assert!(keyed(&format!(r#"{{"source": "apiKey", "header": "{name}"}}"#)).is_ok());
+        }
         assert!(keyed(r#"{"source": "header", "name": ""}"#).is_err());
         assert!(keyed(r#"{"source": "apiKey", "header": "X-Key:"}"#).is_err());
         assert!(keyed(r#"{"source": "apiKey", "header": "X-Key"}"#).is_ok());
