@@ -1,8 +1,9 @@
-//! Gateway mode: requests outside the API prefix (`/v1`) are matched against `ROUTES`; an admitted request is
-//! forwarded to `ORIGIN` (method, headers, body and query unchanged but for the keyed header's
-//! lines joined into one, redirects not followed)
-//! and the origin's answer gets the rate-limit headers; a rejected one gets 429
-//! `application/problem+json` (`quota-exceeded`, `violated-policies`) with `Retry-After`.
+//! Gateway mode: requests outside the API prefix (`/v1`) are matched against `ROUTES`; an
+//! admitted request is forwarded to `ORIGIN` (method, headers, body and query unchanged but for
+//! the keyed header's lines joined into one and `X-Forwarded-Host`/`-Proto` set; redirects not
+//! followed) and the origin's answer gets the rate-limit headers, a `Location` on the origin
+//! pointed back at the gateway; a rejected one gets 429 `application/problem+json`
+//! (`quota-exceeded`, `violated-policies`) with `Retry-After`.
 
 use worker::web_sys;
 
@@ -10,7 +11,7 @@ use super::client::{self, Reply, Verdict};
 use super::cors;
 use super::errors::{self, ApiError};
 use super::headers;
-use super::incoming::Incoming;
+use super::incoming::{split_site, Incoming};
 use super::log::DecisionLine;
 use super::protocol::{Command, Mode};
 use super::respond::{self, Answer};
@@ -114,7 +115,7 @@ fn with_cors(req: &Incoming, settings: &Settings, answer: Answer) -> Answer {
 fn forward(req: &Incoming, settings: &Settings, headers: Vec<(&'static str, String)>, keyed: Option<&str>) -> Step {
     let origin = settings.origin.as_deref().unwrap_or_default();
     let target = format!("{origin}{}{}", req.path(), req.query().map(|q| format!("?{q}")).unwrap_or_default());
-    match upstream_request(req.raw(), &target, keyed) {
+    match upstream_request(req, &target, keyed) {
         Ok(upstream) => Step::Forward(upstream, headers),
         Err(error) => own(req, settings, respond::counted_problem(&ApiError::internal(error.to_string()))),
     }
@@ -134,15 +135,21 @@ pub fn with_response(
     response: web_sys::Response,
     extra: &[(&str, String)],
 ) -> Result<web_sys::Response, Answer> {
-    decorated(response, extra).map_err(|error| with_cors(req, settings, respond::counted_problem(&error)))
+    let origin = settings.origin.as_deref().unwrap_or_default();
+    decorated(response, extra, |location| public_location(location, origin, req.site()))
+        .map_err(|error| with_cors(req, settings, respond::counted_problem(&error)))
 }
 
-/// The origin's answer with `extra` headers added.
+/// The origin's answer with `extra` headers added and its `Location` passed through `relocate`.
 ///
 /// # Errors
 /// 502 `ORIGIN_INVALID_STATUS` when its status is one a response cannot carry; 500 when the
 /// runtime fails.
-fn decorated(response: web_sys::Response, extra: &[(&str, String)]) -> Result<web_sys::Response, ApiError> {
+fn decorated(
+    response: web_sys::Response,
+    extra: &[(&str, String)],
+    relocate: impl Fn(&str) -> Option<String>,
+) -> Result<web_sys::Response, ApiError> {
     let status = response.status();
     if status == 101 {
         // A WebSocket upgrade: a 101 cannot be rebuilt (the Response constructor refuses it) and
@@ -156,6 +163,9 @@ fn decorated(response: web_sys::Response, extra: &[(&str, String)]) -> Result<we
     }
     let internal = |error: worker::Error| ApiError::internal(error.to_string());
     let headers = mutable_copy(&worker::Headers(response.headers())).map_err(internal)?;
+    if let Some(location) = headers.get("Location").ok().flatten().and_then(|l| relocate(&l)) {
+        headers.set("Location", &location).map_err(internal)?;
+    }
     for (name, value) in extra {
         let value = match *name {
             "Access-Control-Expose-Headers" => merged_list(headers.get(name).ok().flatten(), value),
@@ -187,14 +197,41 @@ fn merged_list(origin: Option<String>, ours: &str) -> String {
     names.join(", ")
 }
 
-/// The same request aimed at `target`: method, headers (less `Host`) and body stream. A GET or
-/// HEAD body (which HTTP gives no meaning and fetch refuses to send) is dropped. The `keyed`
-/// header goes as the one value the bucket was keyed on: sent twice, it would otherwise reach
-/// the origin as two lines, of which many origins read the first, while each new second line
-/// named a new bucket.
-fn upstream_request(inner: &web_sys::Request, target: &str, keyed: Option<&str>) -> worker::Result<web_sys::Request> {
+/// `location` as the client should see it: a URL on the origin (`ORIGIN`, then a path, query or
+/// nothing) becomes the same URL on the gateway's own `site`, as a reverse proxy's redirect
+/// rewriting does (nginx's `proxy_redirect default`). Anything else (a relative URL, another
+/// host) is `None`: it stays as the origin sent it. Scheme and host compare without case, the
+/// origin's base path exactly.
+fn public_location(location: &str, origin: &str, site: &str) -> Option<String> {
+    let (origin_site, base) = split_site(origin);
+    let (location_site, rest) = split_site(location);
+    if location_site.is_empty() || !location_site.eq_ignore_ascii_case(origin_site) {
+        return None;
+    }
+    let tail = rest.strip_prefix(base)?;
+    match tail.chars().next() {
+        None => Some(format!("{site}/")),
+        Some('/') => Some(format!("{site}{tail}")),
+        Some('?' | '#') => Some(format!("{site}/{tail}")),
+        Some(_) => None, // `/base2` is not under `/base`
+    }
+}
+
+/// The same request aimed at `target`: method, headers (less `Host`) and body stream.
+/// - `X-Forwarded-Host` and `X-Forwarded-Proto` say where the client sent it, replacing any the
+///   client sent (which an origin building links from them must not trust).
+/// - A GET or HEAD body (which HTTP gives no meaning and fetch refuses to send) is dropped.
+/// - The `keyed` header goes as the one value the bucket was keyed on: sent twice, it would
+///   otherwise reach the origin as two lines, of which many origins read the first, while each
+///   new second line named a new bucket.
+fn upstream_request(req: &Incoming, target: &str, keyed: Option<&str>) -> worker::Result<web_sys::Request> {
+    let inner = req.raw();
     let headers = web_sys::Headers::new_with_headers(&inner.headers())?;
     headers.delete("Host")?;
+    if let Some((scheme, host)) = req.site().split_once("://") {
+        headers.set("X-Forwarded-Host", host)?;
+        headers.set("X-Forwarded-Proto", scheme)?;
+    }
     if let Some(name) = keyed {
         if let Some(value) = headers.get(name)? {
             headers.set(name, &value)?;
@@ -213,7 +250,28 @@ fn upstream_request(inner: &web_sys::Request, target: &str, keyed: Option<&str>)
 
 #[cfg(test)]
 mod tests {
-    use super::merged_list;
+    use super::{merged_list, public_location};
+
+    #[test]
+    fn redirects_to_the_origin_point_back_at_the_gateway() {
+        let at = |location, origin| public_location(location, origin, "https://gw.example");
+        let origin = "http://10.0.0.5:8080";
+        assert_eq!(
+            at("http://10.0.0.5:8080/login?next=%2F", origin).as_deref(),
+            Some("https://gw.example/login?next=%2F")
+        );
+        assert_eq!(at("HTTP://10.0.0.5:8080", origin).as_deref(), Some("https://gw.example/"));
+        assert_eq!(at("http://10.0.0.5:8080?x#y", origin).as_deref(), Some("https://gw.example/?x#y"));
+        for elsewhere in ["/login", "login", "https://10.0.0.5:8080/", "http://10.0.0.5/", "https://idp.example/auth"] {
+            assert_eq!(at(elsewhere, origin), None, "{elsewhere}");
+        }
+        let based = "https://api.example/base";
+        assert_eq!(at("https://api.example/base/x", based).as_deref(), Some("https://gw.example/x"));
+        assert_eq!(at("https://api.example/base", based).as_deref(), Some("https://gw.example/"));
+        assert_eq!(at("https://api.example/base2/x", based), None);
+        assert_eq!(at("https://api.example/other", based), None);
+        assert_eq!(at("https://api.example/Base/x", based), None, "paths compare exactly");
+    }
 
     #[test]
     fn exposed_headers_are_listed_once() {

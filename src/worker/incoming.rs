@@ -29,6 +29,11 @@ impl Incoming {
         split_url(&self.url).0
     }
 
+    /// `scheme://authority`: where the client sent the request.
+    pub fn site(&self) -> &str {
+        split_site(&self.url).0
+    }
+
     /// The query string without `?`, if any.
     pub fn query(&self) -> Option<&str> {
         split_url(&self.url).1
@@ -50,10 +55,20 @@ impl Incoming {
     }
 }
 
+/// An absolute URL's `scheme://authority` and what follows it (path, query, fragment); a URL
+/// without `://` is all rest.
+pub fn split_site(url: &str) -> (&str, &str) {
+    let Some(after_scheme) = url.find("://").map(|i| i + 3) else {
+        return ("", url);
+    };
+    let end = url[after_scheme..].find(['/', '?', '#']).map_or(url.len(), |i| after_scheme + i);
+    url.split_at(end)
+}
+
 /// The path and query of an absolute URL as the runtime serializes it (`scheme://authority/…`).
 fn split_url(url: &str) -> (&str, Option<&str>) {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    let path_and_query = url[after_scheme..].find('/').map_or("/", |i| &url[after_scheme + i..]);
+    let rest = split_site(url).1;
+    let path_and_query = if rest.starts_with('/') { rest } else { "/" };
     let without_fragment = path_and_query.split('#').next().unwrap_or_default();
     match without_fragment.split_once('?') {
         Some((path, query)) => (path, Some(query)),
@@ -63,7 +78,7 @@ fn split_url(url: &str) -> (&str, Option<&str>) {
 
 #[cfg(test)]
 mod tests {
-    use super::split_url;
+    use super::{split_site, split_url};
 
     #[test]
     fn urls_split_into_path_and_query() {
@@ -72,5 +87,9 @@ mod tests {
         assert_eq!(split_url("https://x.example"), ("/", None));
         assert_eq!(split_url("https://x.example/?"), ("/", Some("")));
         assert_eq!(split_url("https://x.example/a#frag"), ("/a", None));
+        assert_eq!(split_site("http://127.0.0.1:8787/v1?x"), ("http://127.0.0.1:8787", "/v1?x"));
+        assert_eq!(split_site("https://x.example?q"), ("https://x.example", "?q"));
+        assert_eq!(split_site("https://x.example"), ("https://x.example", ""));
+        assert_eq!(split_site("/relative"), ("", "/relative"));
     }
 }

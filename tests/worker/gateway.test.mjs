@@ -56,6 +56,21 @@ test('an admitted request reaches the origin unchanged, and its answer gets the 
   assert.match(r.headers.get('access-control-expose-headers'), /^X-Origin, RateLimit, RateLimit-Policy, Retry-After/);
 });
 
+test("the origin learns where the client sent a request, and its redirects to itself point back at the gateway", async () => {
+  const sent = await w.call('/elsewhere', { headers: { 'x-forwarded-host': 'spoofed.example' } });
+  assert.equal(sent.status, 200);
+  const seen = o.requests.at(-1);
+  assert.equal(seen.headers['x-forwarded-host'], new URL(w.url).host, "the gateway's host, not the client's claim");
+  assert.equal(seen.headers['x-forwarded-proto'], 'http');
+  const redirect = (to) => w.call(`/redirect?to=${encodeURIComponent(to)}`, { redirect: 'manual' });
+  const home = await redirect('{self}/landing?x=1');
+  assert.equal(home.status, 302);
+  assert.equal(home.headers.get('location'), new URL('/landing?x=1', w.url).href);
+  for (const away of ['https://idp.example/auth?back=1', '/relative']) {
+    assert.equal((await redirect(away)).headers.get('location'), away, 'other places stay as sent');
+  }
+});
+
 test('an encoded path is limited like the plain one; an encoded slash is refused', async () => {
   const send = (path) => w.call(path, { method: 'POST', headers: { 'x-user': 'eve' }, body: 'x' });
   assert.equal((await send('/items/1')).status, 200);

@@ -140,12 +140,15 @@ export async function origin() {
     req.on('end', () => {
       requests.push({ method: req.method, url: req.url, headers: req.headers, rawHeaders: req.rawHeaders, body });
       // `/status/NNN` answers with that status, valid or not (Node writes any three digits), and
-      // exposes a rate-limit header of its own.
+      // exposes a rate-limit header of its own; `/redirect?to=URL` answers 302 to URL, where
+      // `{self}` stands for this server's own URL.
       const status = /^\/status\/(\d{3})$/.exec(req.url)?.[1];
-      res.writeHead(Number(status ?? 200), {
+      const to = req.url.startsWith('/redirect?') && new URLSearchParams(req.url.split('?')[1]).get('to');
+      res.writeHead(to ? 302 : Number(status ?? 200), {
         'content-type': 'application/json',
         'x-origin': 'yes',
         'access-control-expose-headers': status ? 'X-Origin, ratelimit' : 'X-Origin',
+        ...(to ? { location: to.replace('{self}', url) } : {}),
       });
       res.end(JSON.stringify({ method: req.method, url: req.url, body }));
     });
@@ -158,6 +161,6 @@ export async function origin() {
     socket.on('error', () => {});
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address();
-  return { url: `http://127.0.0.1:${port}`, requests, close: () => new Promise((r) => server.close(r)) };
+  const url = `http://127.0.0.1:${server.address().port}`;
+  return { url, requests, close: () => new Promise((r) => server.close(r)) };
 }
