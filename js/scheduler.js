@@ -6,6 +6,7 @@ import { durationNanos, describe, exactNumber } from './runtime.js';
 import * as ops from './operations.js';
 import { readClock } from './clock.js';
 import { after } from './timers.js';
+import { onAbort } from './abort.js';
 
 
 /** A bucket's scheduling view: see `Bucket.asScheduler()`. */
@@ -67,7 +68,7 @@ export class Scheduler {
   async #serve(tokens, wait, signal) {
     if (wait > 0) {
       const queue = waitingOn(this.#raw);
-      const reservation = { tokens, signal, returned: false, dueAt: 0, cancel: () => {}, schedule: null, fail: null, onAbort: null };
+      const reservation = { tokens, signal, returned: false, dueAt: 0, cancel: () => {}, schedule: null, fail: null, unwatch: () => {} };
       // Queued before onDelayed runs: a reservation the listener makes is behind this one, in
       // the queue as in the bucket's debts.
       queue.list.push(reservation);
@@ -95,10 +96,10 @@ export class Scheduler {
   #wait(queue, reservation, nanos) {
     const { signal } = reservation;
     return new Promise((resolve, reject) => {
-      const onAbort = (reservation.onAbort = () => {
+      const aborted = () => {
         this.#withdraw(queue, reservation);
         reject(signal.reason);
-      });
+      };
       reservation.fail = (error) => {
         this.#leave(queue, reservation);
         reject(error);
@@ -112,10 +113,10 @@ export class Scheduler {
         });
       };
       if (signal?.aborted) {
-        onAbort();
+        aborted();
         return;
       }
-      signal?.addEventListener('abort', onAbort, { once: true });
+      if (signal) reservation.unwatch = onAbort(signal, aborted);
       reservation.schedule(nanos);
     });
   }
@@ -125,8 +126,7 @@ export class Scheduler {
     reservation.cancel();
     const index = queue.list.indexOf(reservation);
     if (index >= 0) queue.list.splice(index, 1);
-    const { signal, onAbort } = reservation;
-    if (signal && onAbort) signal.removeEventListener('abort', onAbort);
+    reservation.unwatch();
     return index;
   }
 

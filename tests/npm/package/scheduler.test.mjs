@@ -1,6 +1,7 @@
 // asScheduler(): fair reservations, promises settled by (mocked) timers, AbortSignal.
 import { test, mock } from 'node:test';
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { Bucket, BucketConfiguration, SimpleListener, EdgeBucketError } from 'edgebucket';
 
 const MS = 1_000_000;
@@ -98,6 +99,29 @@ function movesUp(wait) {
     },
   };
 }
+
+test('one signal shared by many waits holds one abort listener, gone once none waits on it', async (t) => {
+  const { bucket, scheduler, advance } = scenario(t);
+  bucket.tryConsume(10); // empty; 1 token per 100 ms
+  const shutdown = new AbortController();
+  const served = [];
+  for (let i = 0; i < 3; i++) served.push(scheduler.consume(1, { signal: shutdown.signal }));
+  assert.equal(getEventListeners(shutdown.signal, 'abort').length, 1, 'not one per wait (Node warns past 10)');
+  await advance(300);
+  await Promise.all(served);
+  assert.equal(getEventListeners(shutdown.signal, 'abort').length, 0, 'served waits leave nothing behind');
+  const warnings = [];
+  const onWarning = (warning) => warning.name === 'MaxListenersExceededWarning' && warnings.push(warning.message);
+  process.on('warning', onWarning);
+  t.after(() => process.off('warning', onWarning));
+  const waits = Array.from({ length: 12 }, () => scheduler.consume(1, { signal: shutdown.signal }).catch((e) => e.name));
+  shutdown.abort();
+  assert.deepEqual(await Promise.all(waits), Array(12).fill('AbortError'));
+  await advance(0);
+  assert.equal(bucket.getAvailableTokens(), 0, 'all 12 tokens back');
+  await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
+  assert.deepEqual(warnings, [], 'no MaxListenersExceededWarning');
+});
 
 test('aborts that share a signal keep the order of the waits left', async (t) => {
   const { bucket, scheduler, advance } = scenario(t);

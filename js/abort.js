@@ -1,0 +1,36 @@
+/**
+ * One `abort` listener per signal, however many waits it may end. A signal shared by many waits
+ * (one per server, aborted at shutdown) is ordinary use, and Node warns past ten listeners on one
+ * EventTarget (`MaxListenersExceededWarning`, "possible memory leak").
+ */
+
+/** signal → { callbacks: Set, listener } while it has callbacks. */
+const watched = new WeakMap();
+
+/**
+ * Calls `callback` once `signal` aborts, in the order callbacks were added, all within the one
+ * event. Returns a function that forgets `callback`; the listener goes with the last one.
+ * @param {AbortSignal} signal
+ * @param {() => void} callback
+ * @returns {() => void}
+ */
+export function onAbort(signal, callback) {
+  let entry = watched.get(signal);
+  if (entry === undefined) {
+    const callbacks = new Set();
+    const listener = () => {
+      watched.delete(signal);
+      // A copy, skipping any forgotten meanwhile: a callback may end other waits.
+      for (const each of [...callbacks]) if (callbacks.has(each)) each();
+    };
+    entry = { callbacks, listener };
+    watched.set(signal, entry);
+    signal.addEventListener('abort', listener, { once: true });
+  }
+  entry.callbacks.add(callback);
+  return () => {
+    if (!entry.callbacks.delete(callback) || entry.callbacks.size > 0 || watched.get(signal) !== entry) return;
+    watched.delete(signal);
+    signal.removeEventListener('abort', entry.listener);
+  };
+}
