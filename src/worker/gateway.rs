@@ -82,7 +82,18 @@ fn unlimited(req: &Incoming, settings: &Settings) -> Step {
 }
 
 /// The step once the bucket replied: forward an admitted request, refuse a rejected one.
+///
+/// The bucket refusing the route's own consume (a 4xx: a policy changed without a version bump,
+/// so the bucket's smaller capacity cannot take the route's cost, or a deployment still rolling
+/// out) is a failure to decide, as a 5xx is, and the policy's failure mode answers: passed on,
+/// the 400 would tell the end user their request was bad.
 pub fn with_reply(req: &Incoming, settings: &Settings, pending: &Pending, reply: Reply, started: f64) -> Step {
+    let reply = match reply {
+        Ok((status, body)) if (400..500).contains(&status) => {
+            Err(format!("the bucket refused the route's consume ({status}): {body}"))
+        }
+        other => other,
+    };
     let verdict = client::verdict(settings, &pending.key, &pending.command, reply);
     admit(req, settings, pending, verdict, started)
 }

@@ -2,7 +2,7 @@
 // configuration replacement when a policy's version rises, and the idle alarm.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { start, post, admin, greedy, tempDir, sleep } from './harness.mjs';
+import { start, post, admin, greedy, tempDir, sleep, origin } from './harness.mjs';
 
 const policy = (version, capacity) => ({ version, bandwidths: [greedy('b', capacity, capacity, '1h')] });
 
@@ -46,6 +46,34 @@ test("a policy's higher version replaces existing buckets' configuration, once",
   } finally {
     await w.stop();
   }
+});
+
+test("a policy changed without a version bump: a gateway consume its bucket refuses goes to the policy's failure mode, not to the user as a 400", async (t) => {
+  const o = await origin();
+  t.after(() => o.close());
+  const persist = tempDir();
+  const gateway = (capacity, cost, failure) => ({
+    POLICIES: { p: { failure, bandwidths: [greedy('b', capacity, capacity, '1h')] } },
+    ROUTES: [{ pattern: '/r', policy: 'p', key: { source: 'constant', value: 'all' }, cost }],
+    ORIGIN: o.url,
+  });
+  let w = await start({ vars: gateway(2, 1, 'closed'), persist });
+  assert.equal((await w.call('/r')).status, 200, 'the bucket is kept with capacity 2');
+  await w.stop();
+  // Capacity 5 and cost 3, still version 1: the bucket keeps capacity 2 and cannot take 3.
+  for (const [failure, status, label] of [['closed', 503, 'closed'], ['open', 200, 'open'], ['degrade', 200, 'local']]) {
+    w = await start({ vars: gateway(5, 3, failure), persist });
+    try {
+      const r = await w.call('/r');
+      assert.equal(r.status, status, failure);
+      assert.equal(r.headers.get('edgebucket-fallback'), label);
+      const line = (await w.logged((l) => l.route === '/r')).at(-1);
+      assert.match(line.error ?? line.failure, /TOKENS_EXCEED_CAPACITY/, JSON.stringify(line));
+    } finally {
+      await w.stop();
+    }
+  }
+  assert.equal(o.requests.length, 3, 'the first request, then open and degrade');
 });
 
 test('a reset brings the idle deadline forward, and the alarm with it', async () => {
