@@ -20,8 +20,18 @@ export function onAbort(signal, callback) {
     const callbacks = new Set();
     const listener = () => {
       watched.delete(signal);
-      // A copy, skipping any forgotten meanwhile: a callback may end other waits.
-      for (const each of [...callbacks]) if (callbacks.has(each)) each();
+      // A copy, skipping any forgotten meanwhile: a callback may end other waits. One that
+      // throws must not leave the others' waits hanging: its error is reported afterwards.
+      for (const each of [...callbacks]) {
+        if (!callbacks.has(each)) continue;
+        try {
+          each();
+        } catch (error) {
+          queueMicrotask(() => {
+            throw error;
+          });
+        }
+      }
     };
     entry = { callbacks, listener };
     watched.set(signal, entry);

@@ -149,23 +149,31 @@ test('aborts that share a signal keep the order of the waits left', async (t) =>
 
 test("a browser's abort, with microtasks run between its listeners, still rejects every wait it ends", async (t) => {
   const { bucket, scheduler, advance } = scenario(t);
-  // An AbortSignal as browsers dispatch it: a microtask checkpoint after each listener.
-  const listeners = [];
-  const signal = {
-    aborted: false,
-    reason: undefined,
-    throwIfAborted() {},
-    addEventListener: (type, listener) => listeners.push(listener),
-    removeEventListener: (type, listener) => listeners.includes(listener) && listeners.splice(listeners.indexOf(listener), 1),
+  // Two signals that one abort ends (as `AbortSignal.any` of a shared source), dispatched as
+  // browsers do: both marked aborted first, then each one's listeners, with a microtask
+  // checkpoint after each listener. The second wait's signal has aborted before its listener runs.
+  const fake = () => {
+    const listeners = [];
+    return {
+      listeners,
+      aborted: false,
+      reason: undefined,
+      throwIfAborted() {},
+      addEventListener: (type, listener) => listeners.push(listener),
+      removeEventListener: (type, listener) => listeners.includes(listener) && listeners.splice(listeners.indexOf(listener), 1),
+    };
   };
+  const signals = [fake(), fake()];
   bucket.tryConsume(10); // empty: tokens given back twice would show, not be capped away
-  const first = scheduler.consume(15, { signal });
-  const second = scheduler.consume(5, { signal }); // due at once after the first's abort
+  const first = scheduler.consume(15, { signal: signals[0] });
+  const second = scheduler.consume(5, { signal: signals[1] }); // due at once after the first's abort
   const behind = movesUp(scheduler.consume(3));
-  Object.assign(signal, { aborted: true, reason: new DOMException('timed out', 'TimeoutError') });
-  for (const listener of [...listeners]) {
-    listener();
-    for (let i = 0; i < 5; i++) await Promise.resolve();
+  for (const signal of signals) Object.assign(signal, { aborted: true, reason: new DOMException('timed out', 'TimeoutError') });
+  for (const signal of signals) {
+    for (const listener of [...signal.listeners]) {
+      listener();
+      for (let i = 0; i < 5; i++) await Promise.resolve();
+    }
   }
   await assert.rejects(first, { name: 'TimeoutError' });
   await assert.rejects(second, { name: 'TimeoutError' });
