@@ -66,6 +66,13 @@ impl ApiPrefix {
         self.0[1..].split('/')
     }
 
+    /// Whether decoded path segments (see [`read_path`](super::routes::read_path)) start with
+    /// the prefix's: a path the gateway must not take, however it was spelled.
+    pub fn heads(&self, parts: &[String]) -> bool {
+        let mut parts = parts.iter();
+        self.segments().all(|segment| parts.next().is_some_and(|part| part == segment))
+    }
+
     /// What follows the prefix in `path` (empty, or starting with `/`); `None` when `path` is
     /// not under it.
     fn rest<'p>(&self, path: &'p str) -> Option<&'p str> {
@@ -358,6 +365,9 @@ mod tests {
         assert_eq!(at("/v1/buckets/u/consume"), Ok(None), "the origin's /v1 is the gateway's");
         assert_eq!(at("/edgebucket/v1x/buckets/u/consume"), Ok(None));
         assert_eq!(moved.segments().collect::<Vec<_>>(), ["edgebucket", "v1"]);
+        let parts = |path: &str| path.split('/').map(str::to_owned).collect::<Vec<_>>();
+        assert!(moved.heads(&parts("edgebucket/v1")) && moved.heads(&parts("edgebucket/v1/buckets")));
+        assert!(!moved.heads(&parts("edgebucket")) && !moved.heads(&parts("edgebucket/v2/x")));
         for good in ["/v2", "/rate-limit/v1", "/_eb/v1.0", "/~x"] {
             assert_eq!(ApiPrefix::parse(good).map(|p| p.as_str().to_owned()), Ok(good.to_owned()));
         }

@@ -63,6 +63,17 @@ impl Secrets {
     }
 }
 
+impl Secrets {
+    /// Whether an `Authorization` value carries one of these secrets as its bearer token.
+    pub fn is_secret(&self, authorization: &str) -> bool {
+        let Some(token) = bearer_token(authorization) else { return false };
+        [&self.admin_token, &self.api_key]
+            .into_iter()
+            .flatten()
+            .any(|s| constant_time_eq(s.as_bytes(), token.as_bytes()))
+    }
+}
+
 /// The token of `Bearer <token>`; the scheme is case-insensitive (RFC 9110 §11.1). The scheme
 /// ends at a space; more spaces and tabs (HTTP's whitespace, nothing else: a byte such as 0xA0
 /// arrives as a Unicode space, and trimming it would turn a token of that byte into an empty
@@ -86,6 +97,14 @@ mod tests {
 
     fn secrets(admin: Option<&str>, api: Option<&str>) -> Secrets {
         Secrets { admin_token: admin.map(Into::into), api_key: api.map(Into::into) }
+    }
+
+    #[test]
+    fn the_worker_knows_its_own_secrets() {
+        let s = secrets(Some("root"), Some("svc"));
+        assert!(s.is_secret("Bearer root") && s.is_secret("bearer  svc"));
+        assert!(!s.is_secret("Bearer other") && !s.is_secret("root") && !s.is_secret("Basic svc"));
+        assert!(!secrets(None, None).is_secret("Bearer x"));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //!   the IO;
 //! - serving: [`api`](crate::worker::api) (endpoints and bodies) and
 //!   [`service`](crate::worker::service) for the API prefix, [`gateway`](crate::worker::gateway) for the rest,
-//!   with its [`cors`](crate::worker::cors);
+//!   with its [`cors`](crate::worker::cors) and [`forwarding`](crate::worker::forwarding) to the origin;
 //! - deciding: [`client`](crate::worker::client) asks the key's
 //!   [`durable_object`](crate::worker::durable_object) (its [`bucket_row`](crate::worker::bucket_row)
 //!   and [`idle_alarm`](crate::worker::idle_alarm)), or falls back per
@@ -33,6 +33,7 @@ pub mod durable_object;
 pub mod errors;
 pub mod exchange;
 pub mod failure;
+pub mod forwarding;
 pub mod gateway;
 pub mod headers;
 pub mod idle_alarm;

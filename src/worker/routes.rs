@@ -159,6 +159,11 @@ fn check(spec: RouteSpec, policies: &Policies, api: &ApiPrefix) -> Result<Route,
     if let Some(name) = spec.key.header().filter(|name| !is_token(name)) {
         return Err(at(format!("{name:?} is not a header name")));
     }
+    if spec.key.header().is_some_and(|name| name.eq_ignore_ascii_case("Cookie")) {
+        return Err(at("a Cookie header holds any cookies a client cares to add, each spelling a new bucket: \
+                       key on a header or path segment that names the client"
+            .into()));
+    }
     if let KeySource::Header { name } = &spec.key {
         if CREDENTIAL_HEADERS.iter().any(|c| name.eq_ignore_ascii_case(c)) {
             return Err(at(format!(
@@ -190,7 +195,7 @@ fn under(segments: &[Segment], api: &ApiPrefix) -> bool {
 }
 
 /// Headers that carry secrets: a `header` key on them is refused in favour of `apiKey`.
-const CREDENTIAL_HEADERS: [&str; 4] = ["Authorization", "Proxy-Authorization", "Cookie", "X-API-Key"];
+const CREDENTIAL_HEADERS: [&str; 3] = ["Authorization", "Proxy-Authorization", "X-API-Key"];
 
 /// An HTTP token (RFC 9110 5.6.2): what method and header names are made of.
 fn is_token(text: &str) -> bool {
@@ -381,7 +386,7 @@ pub fn bucket_key(
             ("header", present(header(name)).ok_or_else(|| missing(&format!("{name} header")))?)
         }
         KeySource::ApiKey { header: name } => {
-            let raw = present(header(name).map(|raw| credential(&raw).to_owned()))
+            let raw = present(header(name).map(|raw| credential(&raw)))
                 .ok_or_else(|| ApiError::new(401, "MISSING_API_KEY", format!("send your API key in {name}")))?;
             ("apikey", hash_api_key(&raw))
         }
@@ -423,15 +428,22 @@ fn client_network(address: &str, ipv6_prefix: u8) -> Result<String, ApiError> {
     })
 }
 
-/// The credential in an API-key header: `Bearer` in any case (RFC 9110 §11.1 makes the scheme
-/// case-insensitive) and surrounding spaces removed, so one key cannot be spelled into several
-/// buckets.
-fn credential(raw: &str) -> &str {
+/// The credential in an API-key header, so that one key cannot be spelled into several
+/// buckets: surrounding spaces removed; `Bearer` in any case (RFC 9110 §11.1 makes schemes
+/// case-insensitive) dropped; another scheme (`Basic …`) kept, in lower case, with one space
+/// before its credential.
+fn credential(raw: &str) -> String {
     let raw = raw.trim();
     if raw.eq_ignore_ascii_case("bearer") {
-        return ""; // the scheme without a credential
+        return String::new(); // the scheme without a credential
     }
-    auth::bearer_token(raw).unwrap_or(raw)
+    if let Some(token) = auth::bearer_token(raw) {
+        return token.to_owned();
+    }
+    match raw.split_once([' ', '\t']) {
+        Some((scheme, rest)) => format!("{} {}", scheme.to_ascii_lowercase(), rest.trim_start_matches([' ', '\t'])),
+        None => raw.to_owned(),
+    }
 }
 
 /// The first 128 bits of SHA-256, in hex: enough to never collide, useless to an attacker.
@@ -603,7 +615,11 @@ mod tests {
         assert!(route("/a/:id/:other", r#", "methods": ["get", "M-SEARCH"]"#).is_ok());
         let keyed = |key: &str| routes(&format!(r#"[{{"pattern": "/a", "policy": "api", "key": {key}}}]"#));
         assert!(keyed(r#"{"source": "header", "name": "X User"}"#).unwrap_err().contains("not a header name"));
-        for name in ["authorization", "Cookie", "X-Api-Key", "PROXY-AUTHORIZATION"] {
+        for source in ["header\", \"name", "apiKey\", \"header"] {
+            let error = keyed(&format!(r#"{{"source": "{source}": "cookie"}}"#)).unwrap_err();
+            assert!(error.contains("a Cookie header holds any cookies"), "{error}");
+        }
+        for name in ["authorization", "X-Api-Key", "PROXY-AUTHORIZATION"] {
             let error = keyed(&format!(r#"{{"source": "header", "name": "{name}"}}"#)).unwrap_err();
             assert!(error.contains(&format!(r#"use {{"source": "apiKey", "header": "{name}"}}"#)), "{error}");
             assert!(keyed(&format!(r#"{{"source": "apiKey", "header": "{name}"}}"#)).is_ok());
@@ -641,7 +657,9 @@ mod tests {
         for spelling in ["Bearer secret", "bearer secret", "BEARER  secret", " Bearer secret ", "secret"] {
             assert_eq!(credential(spelling), "secret", "{spelling:?}");
         }
-        assert_eq!(credential("Basic c2VjcmV0"), "Basic c2VjcmV0", "another scheme is part of the key");
+        for spelling in ["Basic c2VjcmV0", "basic  c2VjcmV0", "BASIC\tc2VjcmV0 "] {
+            assert_eq!(credential(spelling), "basic c2VjcmV0", "another scheme is part of the key: {spelling:?}");
+        }
         assert_eq!(key("/s/bo%20b").unwrap(), "gateway:api:segment:bo b");
         assert_eq!(key("/c").unwrap(), "gateway:api:constant:everyone");
         let parts = at("/k");

@@ -54,7 +54,8 @@ pub fn load(env: &Env) -> Result<Rc<Settings>, ApiError> {
 fn read(env: &Env) -> Result<Settings, ApiError> {
     let policies =
         Policies::parse(&var(env, "POLICIES").unwrap_or_else(|| "{}".into())).map_err(ApiError::configuration)?;
-    let api_prefix = match var(env, "API_PREFIX") {
+    // Empty is unset, as for ORIGIN and the secrets.
+    let api_prefix = match var(env, "API_PREFIX").filter(|text| !text.trim().is_empty()) {
         Some(text) => ApiPrefix::parse(&text).map_err(ApiError::configuration)?,
         None => ApiPrefix::default(),
     };

@@ -57,11 +57,23 @@ test('an admitted request reaches the origin unchanged, and its answer gets the 
 });
 
 test("the origin learns where the client sent a request, and its redirects to itself point back at the gateway", async () => {
-  const sent = await w.call('/elsewhere', { headers: { 'x-forwarded-host': 'spoofed.example' } });
+  const claims = {
+    'x-forwarded-host': 'spoofed.example',
+    forwarded: 'host=spoofed.example;proto=https',
+    'x-forwarded-port': '443',
+    'x-forwarded-prefix': '/evil',
+    'x-original-host': 'spoofed.example',
+  };
+  const sent = await w.call('/elsewhere', { headers: claims });
   assert.equal(sent.status, 200);
   const seen = o.requests.at(-1);
-  assert.equal(seen.headers['x-forwarded-host'], new URL(w.url).host, "the gateway's host, not the client's claim");
+  const { host } = new URL(w.url);
+  assert.equal(seen.headers['x-forwarded-host'], host, "the gateway's host, not the client's claim");
   assert.equal(seen.headers['x-forwarded-proto'], 'http');
+  assert.equal(seen.headers.forwarded, `host="${host}";proto=http`);
+  for (const dropped of ['x-forwarded-port', 'x-forwarded-prefix', 'x-original-host']) {
+    assert.equal(seen.headers[dropped], undefined, dropped);
+  }
   const redirect = (to) => w.call(`/redirect?to=${encodeURIComponent(to)}`, { redirect: 'manual' });
   const home = await redirect('{self}/landing?x=1');
   assert.equal(home.status, 302);
@@ -82,6 +94,14 @@ test('an encoded path is limited like the plain one; an encoded slash is refused
   assert.equal(r.status, 400);
   assert.equal((await r.json()).code, 'INVALID_PATH');
   assert.equal((await send('/users/a%2Fb/profile')).status, 400, 'a route could match it under one reading');
+  assert.equal(o.requests.length, before, 'not forwarded');
+  // Paths that read as the service API's, spelled another way, are neither routed nor forwarded.
+  // (A path starting `//` would be read as a host by the URL parser: it goes in a whole URL.)
+  for (const path of [`${new URL(w.url).origin}//v1/buckets/k`, '/%761/buckets/k', '/v1%2Fbuckets']) {
+    const refused = await send(path);
+    assert.equal(refused.status, 400, path);
+    assert.equal((await refused.json()).code, 'INVALID_PATH', path);
+  }
   assert.equal(o.requests.length, before, 'not forwarded');
   // No route could match these under any reading: they pass, unlimited and unchanged.
   for (const path of ['/projects/group%2Fproject', '/npm/@scope%2Fpkg', '/menu/caf%E9', '/user/%FF/other']) {
@@ -250,13 +270,15 @@ test('HEAD is limited by a route for GET, as origins answer it with their GET ha
   assert.equal(o.requests.length, before, 'not forwarded');
 });
 
-test('an origin status that no response can carry is a 502, not a crash', async () => {
+test("an origin status that no response can carry is a 502, not a crash; the origin's own limits are kept", async () => {
   const r = await w.call('/status/600');
   assert.equal(r.status, 502);
   assert.equal((await r.json()).code, 'ORIGIN_INVALID_STATUS');
   const ok = await w.call('/status/299');
   assert.equal(ok.status, 299, 'an unusual but valid status passes');
   assert.equal(ok.headers.get('access-control-expose-headers').match(/ratelimit,/gi).length, 1, 'listed once');
+  assert.equal(ok.headers.get('ratelimit-policy'), '"origin";q=100;w=60, "burst";q=2;w=3600, "daily";q=50;w=86400');
+  assert.match(ok.headers.get('ratelimit'), /^"origin";r=7;t=0, "burst";r=0;t=\d+, "daily";r=48;t=0$/);
 });
 
 test('a GET with a body is limited and forwarded without the body, never a 500', async () => {
@@ -308,6 +330,9 @@ test('API_PREFIX moves the service API out of the way of an origin with paths of
     assert.equal((await moved.call('/v1/users/ann')).status, 429, 'and limited by its route');
     const unrouted = await moved.call('/v1/buckets/k/consume', post({ policy: 'keyed' }));
     assert.deepEqual(await unrouted.json(), { method: 'POST', url: '/v1/buckets/k/consume', body: '{"policy":"keyed"}' });
+    assert.equal(o.requests.at(-1).headers.authorization, undefined, "the worker's own secret stays with it");
+    await moved.call('/v1/users/bob', { headers: { authorization: 'Bearer the-origin-s-own' } });
+    assert.equal(o.requests.at(-1).headers.authorization, 'Bearer the-origin-s-own', 'other credentials pass');
     const consumed = await moved.call('/edgebucket/v1/buckets/k/consume', post({ policy: 'keyed' }));
     assert.equal(consumed.status, 200, 'the service API answers at its new place');
     assert.equal((await consumed.json()).allowed, true);

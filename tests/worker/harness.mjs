@@ -140,7 +140,7 @@ export async function origin() {
     req.on('end', () => {
       requests.push({ method: req.method, url: req.url, headers: req.headers, rawHeaders: req.rawHeaders, body });
       // `/status/NNN` answers with that status, valid or not (Node writes any three digits), and
-      // exposes a rate-limit header of its own; `/redirect?to=URL` answers 302 to URL, where
+      // rate-limit headers of its own, which it exposes; `/redirect?to=URL` answers 302 to URL, where
       // `{self}` stands for this server's own URL.
       const status = /^\/status\/(\d{3})$/.exec(req.url)?.[1];
       const to = req.url.startsWith('/redirect?') && new URLSearchParams(req.url.split('?')[1]).get('to');
@@ -149,6 +149,7 @@ export async function origin() {
         'x-origin': 'yes',
         'access-control-expose-headers': status ? 'X-Origin, ratelimit' : 'X-Origin',
         ...(to ? { location: to.replace('{self}', url) } : {}),
+        ...(status ? { 'ratelimit-policy': '"origin";q=100;w=60', ratelimit: '"origin";r=7;t=0' } : {}),
       });
       res.end(JSON.stringify({ method: req.method, url: req.url, body }));
     });

@@ -1,0 +1,232 @@
+//! What the gateway sends the origin and what it makes of the answer: the request as the client
+//! sent it but for what only the gateway may say (where the client sent it, none of the
+//! gateway's own secrets), and the origin's answer with the rate-limit headers added and a
+//! redirect to the origin pointed back at the gateway.
+
+use worker::web_sys;
+
+use super::auth::Secrets;
+use super::errors::ApiError;
+use super::incoming::{split_site, Incoming};
+
+/// Request headers that say where a request was sent, as a proxy in front of the origin would
+/// set them. A client's own would be believed by an origin that builds links from them
+/// (password-reset mails pointing at the client's site), so they are dropped or replaced.
+const CLIENT_CLAIMS: [&str; 4] = ["Forwarded", "X-Forwarded-Port", "X-Forwarded-Prefix", "X-Original-Host"];
+
+/// The same request aimed at `target`: method, headers (less `Host`) and body stream.
+/// - `Forwarded`, `X-Forwarded-Host` and `X-Forwarded-Proto` say where the client sent it,
+///   replacing the client's; its `X-Forwarded-Port`, `X-Forwarded-Prefix` and `X-Original-Host`
+///   are dropped.
+/// - An `Authorization` carrying one of the worker's own `secrets` (a client calling the service
+///   API at a path that is the gateway's) is dropped: the origin never sees them.
+/// - A GET or HEAD body (which HTTP gives no meaning and fetch refuses to send) is dropped.
+/// - The `keyed` header goes as the one value the bucket was keyed on: sent twice, it would
+///   otherwise reach the origin as two lines, of which many origins read the first, while each
+///   new second line named a new bucket.
+///
+/// # Errors
+/// When the runtime refuses a header or the request.
+pub fn upstream_request(
+    req: &Incoming,
+    target: &str,
+    keyed: Option<&str>,
+    secrets: &Secrets,
+) -> worker::Result<web_sys::Request> {
+    let inner = req.raw();
+    let headers = web_sys::Headers::new_with_headers(&inner.headers())?;
+    headers.delete("Host")?;
+    for name in CLIENT_CLAIMS {
+        headers.delete(name)?;
+    }
+    if let Some((scheme, host)) = req.site().split_once("://") {
+        headers.set("X-Forwarded-Host", host)?;
+        headers.set("X-Forwarded-Proto", scheme)?;
+        headers.set("Forwarded", &format!("host=\"{host}\";proto={scheme}"))?;
+    }
+    if headers.get("Authorization")?.is_some_and(|value| secrets.is_secret(&value)) {
+        headers.delete("Authorization")?;
+    }
+    if let Some(name) = keyed {
+        if let Some(value) = headers.get(name)? {
+            headers.set(name, &value)?;
+        }
+    }
+    let init = web_sys::RequestInit::new();
+    let method = inner.method();
+    init.set_method(&method);
+    init.set_headers(&headers);
+    if let Some(body) = inner.body().filter(|_| method != "GET" && method != "HEAD") {
+        init.set_body(&body);
+    }
+    init.set_redirect(web_sys::RequestRedirect::Manual);
+    Ok(web_sys::Request::new_with_str_and_init(target, &init)?)
+}
+
+/// The origin's answer with `extra` headers added and its `Location` passed through `relocate`.
+///
+/// # Errors
+/// 502 `ORIGIN_INVALID_STATUS` when its status is one a response cannot carry; 500 when the
+/// runtime fails.
+pub fn decorated(
+    response: web_sys::Response,
+    extra: &[(&str, String)],
+    relocate: impl Fn(&str) -> Option<String>,
+) -> Result<web_sys::Response, ApiError> {
+    let status = response.status();
+    if status == 101 {
+        // A WebSocket upgrade: a 101 cannot be rebuilt (the Response constructor refuses it) and
+        // carries the socket, so it goes back as the origin sent it, without rate-limit headers.
+        return Ok(response);
+    }
+    if !(200..=599).contains(&status) {
+        // The Response constructor refuses these.
+        let detail = format!("the origin answered status {status}, which HTTP responses cannot carry");
+        return Err(ApiError::new(502, "ORIGIN_INVALID_STATUS", detail));
+    }
+    let internal = |error: worker::Error| ApiError::internal(error.to_string());
+    let headers = mutable_copy(&worker::Headers(response.headers())).map_err(internal)?;
+    if let Some(location) = headers.get("Location").ok().flatten().and_then(|l| relocate(&l)) {
+        headers.set("Location", &location).map_err(internal)?;
+    }
+    for (name, value) in extra {
+        let value = match *name {
+            "Access-Control-Expose-Headers" => merged_list(headers.get(name).ok().flatten(), value),
+            // The origin's own limits stay beside ours: its clients must keep to both, and the
+            // draft asks intermediaries not to remove them (that would advertise a more
+            // permissive quota). Both are lists, so joining them is one list.
+            "RateLimit" | "RateLimit-Policy" => appended(headers.get(name).ok().flatten(), value),
+            _ => value.clone(),
+        };
+        headers.set(name, &value).map_err(internal)?;
+    }
+    let response = worker::Response::from(response).with_headers(headers);
+    Ok(response.into())
+}
+
+/// Copies `headers` into a new, mutable header map (fetched responses have immutable ones).
+fn mutable_copy(headers: &worker::Headers) -> worker::Result<worker::Headers> {
+    let copy = worker::Headers::new();
+    for (name, value) in headers.entries() {
+        copy.append(&name, &value)?;
+    }
+    Ok(copy)
+}
+
+/// The origin's list field, if it sent one, with our items after its own.
+fn appended(origin: Option<String>, ours: &str) -> String {
+    match origin.as_deref().map(str::trim).filter(|o| !o.is_empty()) {
+        Some(origin) => format!("{origin}, {ours}"),
+        None => ours.to_owned(),
+    }
+}
+
+/// The origin's comma-separated list with ours added, each name once (compared without case).
+fn merged_list(origin: Option<String>, ours: &str) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for name in origin.as_deref().unwrap_or_default().split(',').chain(ours.split(',')).map(str::trim) {
+        if !name.is_empty() && !names.iter().any(|known| known.eq_ignore_ascii_case(name)) {
+            names.push(name);
+        }
+    }
+    names.join(", ")
+}
+
+/// `location` as the client should see it: a URL on the origin (`ORIGIN`, then a path, query or
+/// nothing) becomes the same URL on the gateway's own `site`, as a reverse proxy's redirect
+/// rewriting does (nginx's `proxy_redirect default`). Scheme and host compare without case and a
+/// default port (`:443`, `:80`) counts as none, as the URL parser has them; a scheme-relative
+/// `//host/…` takes the origin's scheme. Anything else is `None` and stays as the origin sent
+/// it: a relative URL, another site, a user name, and a path that climbs out of the origin's base
+/// path with `..` (rewritten, the gateway would send it back under the base path).
+pub fn public_location(location: &str, origin: &str, site: &str) -> Option<String> {
+    let (origin_site, base) = split_site(origin);
+    let absolute;
+    let location = match location.strip_prefix("//") {
+        Some(rest) => {
+            absolute = format!("{}://{rest}", origin_site.split("://").next().unwrap_or_default());
+            &absolute
+        }
+        None => location,
+    };
+    let (location_site, rest) = split_site(location);
+    if location_site.is_empty() || normal_site(location_site) != normal_site(origin_site) {
+        return None;
+    }
+    let tail = rest.strip_prefix(base)?;
+    let path = tail.split(['?', '#']).next().unwrap_or_default();
+    if path.split('/').any(|segment| matches!(segment, "." | "..")) {
+        return None;
+    }
+    match tail.chars().next() {
+        None => Some(format!("{site}/")),
+        Some('/') => Some(format!("{site}{tail}")),
+        Some('?' | '#') => Some(format!("{site}/{tail}")),
+        Some(_) => None, // `/base2` is not under `/base`
+    }
+}
+
+/// `scheme://host[:port]` in lower case, without the scheme's default port.
+fn normal_site(site: &str) -> String {
+    let lower = site.to_ascii_lowercase();
+    let default_port = if lower.starts_with("https://") { ":443" } else { ":80" };
+    lower.strip_suffix(default_port).map(str::to_owned).unwrap_or(lower)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{appended, merged_list, public_location};
+
+    #[test]
+    fn the_origin_s_own_limits_come_first() {
+        let ours = r#""burst";q=2;w=3600"#;
+        assert_eq!(appended(None, ours), ours);
+        assert_eq!(appended(Some(" ".into()), ours), ours);
+        assert_eq!(appended(Some(r#""origin";q=100;w=60 "#.into()), ours), format!(r#""origin";q=100;w=60, {ours}"#));
+    }
+
+    #[test]
+    fn redirects_to_the_origin_point_back_at_the_gateway() {
+        let at = |location, origin| public_location(location, origin, "https://gw.example");
+        let origin = "http://10.0.0.5:8080";
+        assert_eq!(
+            at("http://10.0.0.5:8080/login?next=%2F", origin).as_deref(),
+            Some("https://gw.example/login?next=%2F")
+        );
+        assert_eq!(at("HTTP://10.0.0.5:8080", origin).as_deref(), Some("https://gw.example/"));
+        assert_eq!(at("http://10.0.0.5:8080?x#y", origin).as_deref(), Some("https://gw.example/?x#y"));
+        assert_eq!(at("//10.0.0.5:8080/x", origin).as_deref(), Some("https://gw.example/x"), "scheme-relative");
+        for elsewhere in ["/login", "login", "https://10.0.0.5:8080/", "http://10.0.0.5/", "https://idp.example/auth"] {
+            assert_eq!(at(elsewhere, origin), None, "{elsewhere}");
+        }
+        assert_eq!(at("http://user@10.0.0.5:8080/x", origin), None, "a user name is another site");
+        let based = "https://api.example/base";
+        assert_eq!(at("https://api.example/base/x", based).as_deref(), Some("https://gw.example/x"));
+        assert_eq!(at("https://api.example/base", based).as_deref(), Some("https://gw.example/"));
+        assert_eq!(at("https://api.example/base2/x", based), None);
+        assert_eq!(at("https://api.example/other", based), None);
+        assert_eq!(at("https://api.example/Base/x", based), None, "paths compare exactly");
+        assert_eq!(at("https://api.example/base/../other", based), None, "climbs out of the base path");
+        assert_eq!(at("https://api.example/base/a/./b?q=..", based), None);
+        assert_eq!(at("https://api.example/base/a?q=/../", based).as_deref(), Some("https://gw.example/a?q=/../"));
+    }
+
+    #[test]
+    fn default_ports_are_no_port() {
+        let at = |location, origin| public_location(location, origin, "https://gw.example");
+        assert_eq!(at("https://api.example/x", "https://api.example:443").as_deref(), Some("https://gw.example/x"));
+        assert_eq!(at("https://API.example:443/x", "https://api.example").as_deref(), Some("https://gw.example/x"));
+        assert_eq!(at("http://api.example/x", "http://api.example:80").as_deref(), Some("https://gw.example/x"));
+        assert_eq!(at("http://api.example:443/x", "http://api.example"), None, "443 is not http's default");
+    }
+
+    #[test]
+    fn exposed_headers_are_listed_once() {
+        assert_eq!(merged_list(None, "RateLimit, Retry-After"), "RateLimit, Retry-After");
+        assert_eq!(
+            merged_list(Some("ratelimit,X-Trace".into()), "RateLimit, Retry-After"),
+            "ratelimit, X-Trace, Retry-After"
+        );
+        assert_eq!(merged_list(Some(" , ".into()), "RateLimit"), "RateLimit");
+    }
+}
