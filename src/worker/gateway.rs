@@ -1,9 +1,7 @@
 //! Gateway mode: requests outside the API prefix (`/v1`) are matched against `ROUTES`; an
-//! admitted request is forwarded to `ORIGIN` (method, headers, body and query unchanged but for
-//! the keyed header's lines joined into one and `X-Forwarded-Host`/`-Proto` set; redirects not
-//! followed) and the origin's answer gets the rate-limit headers, a `Location` on the origin
-//! pointed back at the gateway; a rejected one gets 429 `application/problem+json`
-//! (`quota-exceeded`, `violated-policies`) with `Retry-After`.
+//! admitted request is forwarded to `ORIGIN` and the origin's answer gets the rate-limit headers
+//! (what changes on the way, either way: [`forwarding`]); a rejected one gets 429
+//! `application/problem+json` (`quota-exceeded`, `violated-policies`) with `Retry-After`.
 
 use worker::web_sys;
 
