@@ -36,11 +36,7 @@ impl Secrets {
     /// `ADMIN_DISABLED` for admin endpoints when no `ADMIN_TOKEN` is set, 403 `SERVICE_DISABLED`
     /// for service endpoints when neither `API_KEY` nor `ADMIN_TOKEN` is.
     pub fn check(&self, role: Role, authorization: Option<&str>) -> Result<(), ApiError> {
-        let accepted: Vec<&str> = match role {
-            Role::Service => [&self.api_key, &self.admin_token].into_iter().flatten().map(String::as_str).collect(),
-            Role::Admin => self.admin_token.iter().map(String::as_str).collect(),
-        };
-        if accepted.is_empty() {
+        if self.accepted(role).next().is_none() {
             return Err(match role {
                 Role::Service => ApiError::new(
                     403,
@@ -55,22 +51,30 @@ impl Secrets {
         let Some(token) = authorization.and_then(bearer_token) else {
             return Err(ApiError::new(401, "UNAUTHORIZED", "send Authorization: Bearer <token>"));
         };
-        if accepted.iter().any(|secret| constant_time_eq(secret.as_bytes(), token.as_bytes())) {
+        if self.grants(role, token) {
             Ok(())
         } else {
             Err(ApiError::new(403, "FORBIDDEN", "the token does not grant this endpoint"))
         }
     }
-}
 
-impl Secrets {
-    /// Whether an `Authorization` value carries one of these secrets as its bearer token.
+    /// Whether an `Authorization` value carries one of these secrets as its bearer token: a
+    /// token the service endpoints take (`API_KEY` or `ADMIN_TOKEN`).
     pub fn is_secret(&self, authorization: &str) -> bool {
-        let Some(token) = bearer_token(authorization) else { return false };
-        [&self.admin_token, &self.api_key]
-            .into_iter()
-            .flatten()
-            .any(|s| constant_time_eq(s.as_bytes(), token.as_bytes()))
+        bearer_token(authorization).is_some_and(|token| self.grants(Role::Service, token))
+    }
+
+    /// The secrets that grant `role`: the admin token grants both.
+    fn accepted(&self, role: Role) -> impl Iterator<Item = &str> {
+        let api_key = match role {
+            Role::Service => self.api_key.as_deref(),
+            Role::Admin => None,
+        };
+        api_key.into_iter().chain(self.admin_token.as_deref())
+    }
+
+    fn grants(&self, role: Role, token: &str) -> bool {
+        self.accepted(role).any(|secret| constant_time_eq(secret.as_bytes(), token.as_bytes()))
     }
 }
 

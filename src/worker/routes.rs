@@ -21,7 +21,6 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::api::ApiPrefix;
-use super::auth;
 use super::errors::ApiError;
 use super::keys;
 use super::policy::Policies;
@@ -429,19 +428,21 @@ fn client_network(address: &str, ipv6_prefix: u8) -> Result<String, ApiError> {
 }
 
 /// The credential in an API-key header, so that one key cannot be spelled into several
-/// buckets: surrounding spaces removed; `Bearer` in any case (RFC 9110 §11.1 makes schemes
-/// case-insensitive) dropped; another scheme (`Basic …`) kept, in lower case, with one space
-/// before its credential.
+/// buckets: surrounding spaces removed; the scheme, which ends at a space or tab, in any case
+/// (RFC 9110 §11.1 makes schemes case-insensitive): `Bearer` dropped, another (`Basic …`) kept in
+/// lower case with one space before its credential.
 fn credential(raw: &str) -> String {
     let raw = raw.trim();
-    if raw.eq_ignore_ascii_case("bearer") {
-        return String::new(); // the scheme without a credential
-    }
-    if let Some(token) = auth::bearer_token(raw) {
-        return token.to_owned();
-    }
     match raw.split_once([' ', '\t']) {
-        Some((scheme, rest)) => format!("{} {}", scheme.to_ascii_lowercase(), rest.trim_start_matches([' ', '\t'])),
+        Some((scheme, rest)) => {
+            let rest = rest.trim_start_matches([' ', '\t']);
+            if scheme.eq_ignore_ascii_case("bearer") {
+                rest.to_owned()
+            } else {
+                format!("{} {rest}", scheme.to_ascii_lowercase())
+            }
+        }
+        None if raw.eq_ignore_ascii_case("bearer") => String::new(), // the scheme without a credential
         None => raw.to_owned(),
     }
 }
@@ -654,7 +655,9 @@ mod tests {
         assert_eq!(key("/h").unwrap(), "gateway:api:header:ann");
         assert_eq!(key("/k").unwrap(), format!("gateway:api:apikey:{}", hash_api_key("secret")));
         assert_eq!(hash_api_key("secret"), "2bb80d537b1da3e38bd30361aa855686");
-        for spelling in ["Bearer secret", "bearer secret", "BEARER  secret", " Bearer secret ", "secret"] {
+        for spelling in
+            ["Bearer secret", "bearer secret", "BEARER  secret", " Bearer secret ", "Bearer\tsecret", "secret"]
+        {
             assert_eq!(credential(spelling), "secret", "{spelling:?}");
         }
         for spelling in ["Basic c2VjcmV0", "basic  c2VjcmV0", "BASIC\tc2VjcmV0 "] {
