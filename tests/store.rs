@@ -2,8 +2,9 @@
 //!
 //! The model is a map of `TokenBucket`s and follows the store's documented rules, written with
 //! the public bucket API only: a key the store no longer holds (evicted, or swept because it
-//! was expired, that is full) starts afresh; a key of an older version gets the current
-//! configuration by `replace_configuration`, or starts afresh if it was expired.
+//! was expired, that is full with at least its initial tokens) starts afresh; a key of an older
+//! version gets the current configuration by `replace_configuration`, or starts afresh if it
+//! was expired.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -82,7 +83,7 @@ impl Model {
         if !held {
             if let Some((dropped, _)) = self.buckets.remove(&key) {
                 prop_assert!(
-                    may_evict || dropped.nanos_to_full_refill(now) == 0,
+                    may_evict || dropped.nanos_until_forgettable(now) == 0,
                     "dropped key {} was not expired",
                     key
                 );
@@ -91,7 +92,7 @@ impl Model {
         let (current, version, strategy) = (self.current(), self.version, self.strategy);
         let entry = self.buckets.entry(key).or_insert_with(|| (TokenBucket::new(current.clone(), now), version));
         if entry.1 < version {
-            if entry.0.nanos_to_full_refill(now) == 0 {
+            if entry.0.nanos_until_forgettable(now) == 0 {
                 *entry = (TokenBucket::new(current, now), version);
             } else {
                 entry.0.replace_configuration(current, strategy, now).unwrap();

@@ -101,6 +101,18 @@ impl BandwidthState {
         self.level >= scaled(tokens, bandwidth)
     }
 
+    /// Nanoseconds from `now` (this state refilled to it) until forgetting this bandwidth would
+    /// grant nothing: it holds its capacity and at least its initial tokens, so a fresh one would
+    /// start with no more. [`INFINITY_DURATION`] when refill cannot get there: initial tokens
+    /// above capacity, partly spent, come back only up to capacity. Idle expiry waits for this.
+    pub(crate) fn nanos_until_forgettable(&self, bandwidth: &Bandwidth, now: i64) -> i64 {
+        let initial = bandwidth.initial_tokens();
+        if initial > bandwidth.capacity && !self.has(bandwidth, initial) {
+            return INFINITY_DURATION;
+        }
+        self.nanos_until(bandwidth, bandwidth.capacity, now)
+    }
+
     /// Removes `tokens`; the caller guarantees the token count stays within `i64`.
     #[inline]
     pub(crate) fn debit(&mut self, bandwidth: &Bandwidth, tokens: i64) {

@@ -20,7 +20,10 @@
 //!   [`BucketStore::remove_expired`] drop expired keys; until then a key keeps its bucket, and
 //!   after it the key starts afresh. A full bucket is indistinguishable from a fresh one when
 //!   its initial tokens are its capacity and its refill is greedy; otherwise expiry forgets what
-//!   Bucket4j's expiry forgets (initial tokens other than capacity, an intervally refill's phase).
+//!   Bucket4j's expiry forgets (initial tokens below capacity, an intervally refill's phase),
+//!   which only ever makes the fresh bucket stricter. Unlike Bucket4j, a key whose initial
+//!   tokens exceed a capacity does not expire once it holds fewer than them: refill stops at
+//!   capacity, and a fresh bucket would hand out the initial burst again after each idle period.
 //! - **Size cap**: beyond `max_keys` an insertion evicts a key chosen by CLOCK (second chance):
 //!   the first key under the hand that is expired or has not been used since the hand last
 //!   passed. An unused key can go before an expired one further on (finding every expired key
@@ -487,14 +490,15 @@ impl BucketStore {
     }
 
     /// Full since at least the idle grace: refilled to `now - grace`, every bandwidth is at
-    /// capacity. A last refill after `now - grace` (a clock that went back) is never expired.
+    /// capacity and at its initial tokens, so a fresh bucket would grant nothing more. A last
+    /// refill after `now - grace` (a clock that went back) is never expired.
     #[inline]
     fn is_expired(&self, id: u32, now: i64) -> bool {
         let slot = self.slots.get(id);
         let bandwidths = self.configurations.get(slot.configuration).0.bandwidths();
         let at = now.saturating_sub(self.idle_grace_nanos);
         let full = |b: &Bandwidth, s: BandwidthState| {
-            s.last_refill_nanos <= at && s.refilled(b, at).level >= b.scaled_capacity()
+            s.last_refill_nanos <= at && s.refilled(b, at).nanos_until_forgettable(b, at) == 0
         };
         if !full(&bandwidths[0], slot.first.unpack()) {
             return false;
@@ -628,6 +632,20 @@ mod tests {
         assert_eq!(store.remove_expired(1500 * MS - 1), 0);
         assert_eq!(store.remove_expired(1500 * MS), 1);
         assert!(store.is_empty());
+    }
+
+    #[test]
+    fn a_key_that_spent_initial_tokens_above_capacity_never_expires() {
+        let burst = Bandwidth::builder().capacity(10).refill_greedy(10, Duration::from_secs(1)).initial_tokens(100);
+        let config = BucketConfiguration::builder().add_limit(burst.build().unwrap()).build().unwrap();
+        let mut store = store(10, Some(config));
+        assert_eq!(store.try_consume(b"fresh", 1, 0), Ok(Some(true)));
+        assert_eq!(store.try_consume(b"spent", 95, 0), Ok(Some(true)));
+        // Both are back at capacity at once; a fresh bucket would hand out 100 again.
+        assert_eq!(store.remove_expired(3600 * SEC), 0);
+        assert_eq!(store.try_consume(b"spent", 11, 3600 * SEC), Ok(Some(false)));
+        assert_eq!(store.try_consume(b"fresh", 99, 3600 * SEC), Ok(Some(true)), "99 of its 100 left");
+        assert_eq!(store.remove_expired(3600 * SEC), 0);
     }
 
     #[test]

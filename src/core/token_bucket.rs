@@ -466,9 +466,34 @@ impl TokenBucket {
     /// Time-to-live for storing an idle bucket, in nanoseconds: [`TokenBucket::nanos_to_full_refill`]
     /// plus `keep_after_refill`, at least 1 and at most [`INFINITY_DURATION`] (Bucket4j's
     /// `ExpirationAfterWriteStrategy.basedOnTimeForRefillingBucketUpToMax`).
+    ///
+    /// Unlike Bucket4j, a bucket whose initial tokens exceed a capacity, once it holds fewer
+    /// than them, never expires ([`INFINITY_DURATION`]): refill stops at capacity, so a fresh
+    /// bucket in its place would hand out the initial burst again after every idle period.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use edgebucket::{Bandwidth, BucketConfiguration, TokenBucket, INFINITY_DURATION};
+    ///
+    /// let burst_first = Bandwidth::builder().capacity(10).refill_greedy(10, Duration::from_secs(1)).initial_tokens(100);
+    /// let mut bucket = TokenBucket::new(BucketConfiguration::new(vec![burst_first.build()?])?, 0);
+    /// assert_eq!(bucket.idle_expiry_nanos(Duration::ZERO, 0), 1); // unused: a fresh one is the same
+    /// bucket.try_consume(95, 0)?;
+    /// assert_eq!(bucket.idle_expiry_nanos(Duration::ZERO, 0), INFINITY_DURATION);
+    /// # Ok::<(), edgebucket::Error>(())
+    /// ```
     pub fn idle_expiry_nanos(&self, keep_after_refill: Duration, now: i64) -> i64 {
         let keep = i64::try_from(keep_after_refill.as_nanos()).unwrap_or(INFINITY_DURATION);
-        self.nanos_to_full_refill(now).saturating_add(keep).max(1)
+        self.nanos_until_forgettable(now).saturating_add(keep).max(1)
+    }
+
+    /// Nanoseconds from `now` until forgetting this bucket, replacing it by a fresh one, would
+    /// admit nothing more: every bandwidth is full and holds at least its initial tokens (0: it
+    /// does now). [`TokenBucket::nanos_to_full_refill`], except [`INFINITY_DURATION`] when
+    /// refill cannot get there: initial tokens above capacity, once partly spent. Expiry in
+    /// [`crate::BucketStore`] and [`TokenBucket::idle_expiry_nanos`] wait for it.
+    pub fn nanos_until_forgettable(&self, now: i64) -> i64 {
+        max_wait(self.configuration.bandwidths(), &self.states, now, |b, s| s.nanos_until_forgettable(b, now))
     }
 
     /// Credits refills due by `now` in place. Unobservable: every operation refills first.
