@@ -1,7 +1,7 @@
 // Bucket4j's SchedulingBucket, as promises: a wait is a reservation (the tokens are consumed at
 // once, as a debt), so a later request queues behind every earlier one, and the promise settles
 // after the wait by setTimeout: the event loop is never blocked.
-import { EdgeBucketError, invalidArgument } from './errors.js';
+import { EdgeBucketError, invalidArgument, knownOptions } from './errors.js';
 import { durationNanos, describe, exactNumber } from './runtime.js';
 import * as ops from './operations.js';
 import { readClock } from './clock.js';
@@ -237,11 +237,10 @@ function realNow() {
 /** The `signal` of a scheduler call's options (`undefined` or `{ signal?: AbortSignal }`). */
 function signalOption(options) {
   if (options === undefined) return undefined;
-  if (options === null || typeof options !== 'object') {
-    throw invalidArgument(`options must be an object, got ${describe(options)}`);
-  }
-  const { signal } = options;
-  if (signal !== undefined && typeof signal?.throwIfAborted !== 'function') {
+  const { signal } = knownOptions(options, ['signal'], 'the scheduler');
+  // Checked before anything is reserved: a listener that cannot be added would strand the
+  // reservation.
+  if (signal !== undefined && !(typeof signal?.throwIfAborted === 'function' && typeof signal.addEventListener === 'function')) {
     throw invalidArgument(`options.signal must be an AbortSignal, got ${describe(signal)}`);
   }
   return signal;

@@ -1,6 +1,6 @@
 // Many buckets by key in wasm memory: the Rust core's BucketStore (Bucket4j's ProxyManager
 // idea, local). See src/core/store.rs for the memory layout, expiry and eviction.
-import { invalidArgument, EdgeBucketError } from './errors.js';
+import { invalidArgument, knownOptions, EdgeBucketError } from './errors.js';
 import { raw, writeKey, integerArg, tokensArg, fail, result, describe, ARG_TOKENS, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
 import { BucketConfiguration, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
 import { clockOption, readClock } from './clock.js';
@@ -26,7 +26,8 @@ import { consumptionProbe, estimationProbe } from './operations.js';
  *   sweep a few keys each, eviction never spares an expired key, `removeExpired()` sweeps all. It is
  *   unobservable for greedy limits whose initial tokens are their capacity, while the
  *   configuration stays: after a version change an expired key starts afresh under the new
- *   configuration instead of carrying its tokens over by the strategy.
+ *   configuration instead of carrying its tokens over by the strategy. A key that spent initial
+ *   tokens above its capacity never expires: a fresh bucket would hand them out again.
  * - `clock`: 'millis' (default, `Date.now()`), 'nanos', or a function returning nanoseconds.
  *
  * @example
@@ -41,7 +42,10 @@ export class BucketStore {
   #version = 0;
   #strategy = TokensInheritanceStrategy.RESET;
 
-  constructor({ configuration, maxKeys = 1_000_000, idleGrace = 0, version = 0, strategy = TokensInheritanceStrategy.RESET, clock } = {}) {
+  constructor(options = {}) {
+    const known = ['configuration', 'maxKeys', 'idleGrace', 'version', 'strategy', 'clock'];
+    const { configuration, maxKeys = 1_000_000, idleGrace = 0, version = 0, strategy = TokensInheritanceStrategy.RESET, clock } =
+      knownOptions(options, known, 'new BucketStore');
     if (maxKeys !== Infinity && !Number.isSafeInteger(maxKeys)) {
       throw invalidArgument(`maxKeys must be a whole number or Infinity, got ${String(maxKeys)}`);
     }
@@ -60,10 +64,8 @@ export class BucketStore {
    * store.configure({ configuration: stricter, version: 2, strategy: TokensInheritanceStrategy.AS_IS });
    */
   configure(options) {
-    if (options === null || typeof options !== 'object') {
-      throw invalidArgument('configure takes { configuration, version?, strategy? }');
-    }
-    const { configuration, version = this.#version, strategy = this.#strategy } = options;
+    const known = ['configuration', 'version', 'strategy'];
+    const { configuration, version = this.#version, strategy = this.#strategy } = knownOptions(options, known, 'configure');
     const supplied = typeof configuration === 'function';
     if (!supplied && !(configuration instanceof BucketConfiguration)) {
       throw invalidArgument('configuration must be a BucketConfiguration or a function (key) => BucketConfiguration');

@@ -321,7 +321,18 @@ test('bad options reject with EdgeBucketError and reserve nothing', async (t) =>
   await assert.rejects(scheduler.consume(1, null), { code: 'INVALID_ARGUMENT' });
   await assert.rejects(scheduler.consume(1, { signal: {} }), { code: 'INVALID_ARGUMENT' });
   await assert.rejects(scheduler.tryConsume(1, '1s', 5), { code: 'INVALID_ARGUMENT' });
+  // Not an option of the scheduler (tryConsume's maxWait is): a typo must not wait unbounded.
+  await assert.rejects(scheduler.consume(1, { timeout: 1000 }), { code: 'INVALID_ARGUMENT' });
   assert.equal(bucket.getAvailableTokens(), 10);
+});
+
+test('a signal that cannot take a listener is refused before a wait reserves anything', async (t) => {
+  const { scheduler, bucket, advance } = scenario(t);
+  bucket.tryConsume(10);
+  const signalLike = { aborted: false, throwIfAborted() {} };
+  await assert.rejects(scheduler.consume(5, { signal: signalLike }), { code: 'INVALID_ARGUMENT' });
+  await advance(500);
+  assert.equal(bucket.getAvailableTokens(), 5, 'the refill of 500 ms, none of it owed to the refused wait');
 });
 
 test('a wait that a listener aborts or fails in onDelayed returns its tokens', async (t) => {

@@ -176,6 +176,10 @@ test('bad arguments throw EdgeBucketError and change nothing', () => {
     [() => new BucketStore({ configuration: limit(1, 1), clock: 'sundial' }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({}), 'INVALID_ARGUMENT'],
     [() => new BucketStore(), 'INVALID_ARGUMENT'],
+    [() => new BucketStore(null), 'INVALID_ARGUMENT'],
+    // Misspelt options: the cap or the version would otherwise stay at its default unnoticed.
+    [() => new BucketStore({ configuration: limit(1, 1), maxkeys: 10 }), 'INVALID_ARGUMENT'],
+    [() => store.configure({ configuration: limit(1, 1), verison: 2 }), 'INVALID_ARGUMENT'],
   ];
   for (const [operation, code] of cases) {
     assert.throws(operation, (e) => e instanceof EdgeBucketError && e.code === code, `${operation} → ${code}`);
