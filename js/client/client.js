@@ -36,7 +36,7 @@ export function createClient(options) {
     maxWaiting: config.maxQueue,
     now: clock,
     acquire: (entry) => pacer.acquire(entry.demand),
-    release: (ticket) => pacer.release(ticket),
+    refund: (ticket) => pacer.refund(ticket),
   });
   const stopListening = pacer.onChange(() => queue.pump());
   const stats = { requests: 0, sent: 0, responses: 0, rateLimited: 0, retries: 0, paced: 0, dropped: 0 };

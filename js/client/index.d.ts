@@ -125,7 +125,11 @@ export interface ClientOptions {
   cost?: number | ((request: Request) => number);
   /** Splits an origin's requests into scopes that learn their partition keys apart (per user, per API key…). */
   partition?: (request: Request) => string;
-  /** Share one budget with other tabs and workers of this origin (Web Locks + BroadcastChannel); a name separates budgets. Default true. */
+  /**
+   * Share one budget with other clients, tabs and workers of this origin (Web Locks + BroadcastChannel); a name separates
+   * budgets. The clients sharing one use the leading client's model (its `clock`, `random`, `jitter`, `probe`).
+   * Default true, or false when `clock` is given.
+   */
   share?: boolean | string;
   /** Send one request to a server first and learn its policy before sending more. Default true. */
   probe?: boolean;

@@ -2,7 +2,8 @@
 // hides every response header not listed in Access-Control-Expose-Headers) or that send none.
 //
 // AIMD, as TCP does: the first 429 sets the rate to 90 % of the success rate measured over the
-// last seconds; each further 429 multiplies it by 0.75; every second without a 429 (after a
+// last seconds (at least one: a burst that a server's capacity let through says nothing of its
+// refill); each further 429 multiplies it by 0.75; every second without a 429 (after a
 // 2 s calm) raises it by 5 %, probing for room, but only while requests use at least half the
 // rate: a rate nobody sends at proves nothing, and would otherwise grow without bound (as TCP
 // does not grow an unused window, RFC 7661). The rate becomes an edgebucket bucket (a burst of
@@ -19,6 +20,8 @@ const FIRST_GUESS = 1;
 const DECREASE = 0.75;
 const INCREASE = 1.05;
 const MEASURE_OVER = 10_000;
+/** The shortest span a first rate is measured over. */
+const MEASURE_AT_LEAST = 1_000;
 const CALM = 2_000;
 const MAX_BACKOFF = 30_000;
 /** Successes remembered, for measuring the rate. */
@@ -62,8 +65,8 @@ export class Learner {
     this.#last429 = now;
     this.#lastIncrease = now;
     if (this.rate === undefined) {
-      const span = recent.length >= 2 ? now - recent[0] : 0;
-      this.#setRate(span > 0 ? (0.9 * recent.length * 1000) / span : FIRST_GUESS);
+      const span = Math.max(now - recent[0], MEASURE_AT_LEAST);
+      this.#setRate(recent.length >= 2 ? (0.9 * recent.length * 1000) / span : FIRST_GUESS);
     } else {
       this.#setRate(this.rate * DECREASE);
     }

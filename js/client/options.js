@@ -121,7 +121,9 @@ export function clientOptions(options = {}) {
   if (typeof fetch !== 'function') throw invalid('no fetch: pass options.fetch (this runtime has no global fetch)');
   const jitter = options.jitter ?? 0.1;
   if (!(typeof jitter === 'number' && jitter >= 0 && jitter <= 1)) throw invalid(`jitter must be a number from 0 to 1, got ${shown(jitter)}`);
-  const share = options.share ?? true;
+  // A client on a clock of its own (a test's, a simulation's) cannot share one model with others
+  // on the real clock: the leading client's clock would decide for it.
+  const share = options.share ?? options.clock === undefined;
   if (!(typeof share === 'boolean' || (typeof share === 'string' && share.length > 0))) {
     throw invalid(`share must be true, false or a non-empty name, got ${shown(share)}`);
   }

@@ -48,8 +48,11 @@ const SWEEP_EVERY_MS = 10_000;
 
 /**
  * `acquire`'s answer: go with a ticket, or wait `wait` ms (Infinity: until something changes).
+ * An infinite wait (a probe's answer, a concurrency slot) comes with `recheck`, the ms until the
+ * oldest ticket expires: a ticket never handed back (a tab closed mid-request) then frees its
+ * hold, and only a new look at the model notices.
  *
- * @typedef {{ ok: true, ticket: Ticket } | { ok: false, wait: number, reason: string }} Grant
+ * @typedef {{ ok: true, ticket: Ticket } | { ok: false, wait: number, reason: string, recheck?: number }} Grant
  */
 
 /**
@@ -108,7 +111,7 @@ export class Pacer {
     this.#sweep(now);
     const scope = this.#scope(demand);
     scope.lastUsed = now;
-    if (this.#probe && !scope.known && scope.probe !== null) return { ok: false, wait: Infinity, reason: 'probe' };
+    if (this.#probe && !scope.known && scope.probe !== null) return this.#held(now, 'probe');
     let wait = 0;
     let reason = '';
     const consider = (ms, why) => {
@@ -122,7 +125,9 @@ export class Pacer {
       consider(ms, why);
     }
     if (scope.learner.bucket) consider(nanosToWait(scope.learner.bucket, 1) / NANOS_PER_MS, 'learned');
-    if (wait > 0) return { ok: false, wait: this.#jittered(wait), reason };
+    if (wait === Infinity) return this.#held(now, reason);
+    // A Retry-After's block was jittered when it was learned.
+    if (wait > 0) return { ok: false, wait: reason === 'retry-after' ? Math.ceil(wait) : this.#jittered(wait), reason };
     return { ok: true, ticket: this.#grant(scope, limits, demand, now) };
   }
 
@@ -143,9 +148,22 @@ export class Pacer {
     this.#forget(ticket, record);
   }
 
-  /** A granted request ended without a response (network error, abort). */
+  /** A granted request ended without a response (network error, abort): the server may have counted it. */
   release(ticket) {
     this.#forget(ticket, this.#tickets.get(ticket.id));
+  }
+
+  /**
+   * A grant that was never used (its request left the queue while the grant was decided, or the
+   * grant reached a tab after it had asked again): what it took comes back.
+   */
+  refund(ticket) {
+    const record = this.#tickets.get(ticket.id);
+    if (record) {
+      for (const limit of record.limits) giveBack(limit, ticket.id);
+      this.#scopes.get(ticket.scope)?.learner.bucket?.addTokens(1);
+    }
+    this.#forget(ticket, record);
   }
 
   /** Calls `listener` whenever a waiting request might now go; returns the unsubscribe function. */
@@ -272,16 +290,29 @@ export class Pacer {
     return limit.quota >= 1 ? Math.min(units, limit.quota) : units;
   }
 
+  /** An infinite wait, rechecked when the oldest ticket expires (see Grant). */
+  #held(now, reason) {
+    const oldest = this.#tickets.values().next().value;
+    const recheck = oldest === undefined ? Infinity : Math.max(1, oldest.at + this.#ticketTtl - now);
+    return { ok: false, wait: Infinity, reason, recheck };
+  }
+
   #jittered(wait) {
     if (!Number.isFinite(wait)) return wait;
-    return Math.max(1, Math.ceil(wait * (1 + this.#jitter * this.#random())));
+    return Math.max(1, this.#stretched(wait));
+  }
+
+  #stretched(wait) {
+    return Math.ceil(wait * (1 + this.#jitter * this.#random()));
   }
 
   // ---- learning ----
 
   #learnFrom(scope, record, status, observation, now) {
     const retryAfter = BLOCKING_STATUSES.has(status) ? observation.retryAfter : undefined;
-    if (retryAfter !== undefined) scope.blockedUntil = Math.max(scope.blockedUntil, now + retryAfter);
+    // Jittered once, here: re-jittering what is left at each look would fade to nothing as the
+    // end nears, and clients told the same Retry-After would return together.
+    if (retryAfter !== undefined) scope.blockedUntil = Math.max(scope.blockedUntil, now + this.#stretched(retryAfter));
     let told = retryAfter !== undefined;
     // X-RateLimit's reset is mostly a clock time (an epoch second or a date, read against the
     // server's Date, itself whole seconds): a second coarser than a `t` (see #holdUntilReset).
@@ -289,7 +320,7 @@ export class Pacer {
     for (const limit of observation.limits) told = this.#learnLimit(scope, limit, answer) || told;
     if (status === 429 && !told) {
       const backoff = scope.learner.rejected(now);
-      scope.blockedUntil = Math.max(scope.blockedUntil, now + backoff);
+      scope.blockedUntil = Math.max(scope.blockedUntil, now + this.#stretched(backoff));
     } else if (status < 400) {
       scope.learner.success(now);
     }
@@ -499,6 +530,16 @@ export class Pacer {
 function learnReset(limit, reset, admitted) {
   if (admitted && !limit.admittedReset) [limit.longestReset, limit.admittedReset] = [0, true];
   if (admitted || !limit.admittedReset) limit.longestReset = Math.max(limit.longestReset, reset);
+}
+
+/** A request that was never sent leaves a limit's in-flight set, its units back in the limit. */
+function giveBack(limit, id) {
+  const entry = limit.inflight.get(id);
+  // Gone before `settle`: a request never sent overlaps nothing the server counted.
+  limit.inflight.delete(id);
+  if (!(entry?.cost > 0)) return;
+  limit.bucket?.addTokens(entry.cost);
+  if (limit.allowance !== null) limit.allowance.remaining += entry.cost;
 }
 
 /**

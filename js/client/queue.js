@@ -32,7 +32,7 @@ export class RequestQueue {
   #concurrency;
   #maxWaiting;
   #acquire;
-  #release;
+  #refund;
   #now;
   #running = 0;
   #cancelWake = null;
@@ -45,14 +45,14 @@ export class RequestQueue {
    * @param {number} options.concurrency most entries running at once
    * @param {number} [options.maxWaiting] most entries waiting after a pass; beyond it the first attempts that would go last are shed
    * @param {(entry: Entry) => import('./pacer.js').Grant | Promise<import('./pacer.js').Grant>} options.acquire
-   * @param {(ticket: unknown) => void} options.release hands back a ticket granted to an entry that left meanwhile
+   * @param {(ticket: unknown) => void} options.refund hands back a ticket granted to an entry that left meanwhile (never sent)
    * @param {() => number} options.now milliseconds
    */
-  constructor({ concurrency, maxWaiting = Infinity, acquire, release, now }) {
+  constructor({ concurrency, maxWaiting = Infinity, acquire, refund, now }) {
     this.#concurrency = concurrency;
     this.#maxWaiting = maxWaiting;
     this.#acquire = acquire;
-    this.#release = release;
+    this.#refund = refund;
     this.#now = now;
   }
 
@@ -143,7 +143,7 @@ export class RequestQueue {
           continue;
         }
         if (!this.#members.has(entry)) {
-          if (grant.ok) this.#release(grant.ticket);
+          if (grant.ok) this.#refund(grant.ticket);
           continue;
         }
         if (grant.ok) {
@@ -152,7 +152,8 @@ export class RequestQueue {
           continue;
         }
         held.set(entry.scope, grant);
-        if (this.#hold(entry, grant, this.#now())) wakeAt = Math.min(wakeAt, this.#now() + grant.wait);
+        const wait = Number.isFinite(grant.wait) ? grant.wait : (grant.recheck ?? Infinity);
+        if (this.#hold(entry, grant, this.#now())) wakeAt = Math.min(wakeAt, this.#now() + wait);
       }
       this.#wakeAt(wakeAt);
     } while (this.#again && !this.#closed);

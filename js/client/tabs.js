@@ -5,9 +5,11 @@
 //   until it closes (or its tab does, which frees the lock), and the next in line takes over.
 // - A follower's `acquire` is a message answered by the leader's grant. Unanswered within
 //   ANSWER_WITHIN (no leader yet, or it just left), it reads as a short wait and the queue asks
-//   again; a grant that arrives too late is handed back, so no token leaks.
-// - Responses go to the leader as `observe`, failures as `release`; the leader tells everyone
-//   `changed` when a waiting request might now go.
+//   again; a grant that arrives too late is handed back (`refund`), so no token leaks.
+// - Responses go to the leader as `observe`, failures as `release`, grants never used as
+//   `refund`; the leader tells everyone `changed` when a waiting request might now go. A
+//   follower that closes releases the tickets it still holds; a tab that dies holds them until
+//   they expire (the pacer's ticket TTL).
 // - The leader sends its model (`state`) every second and when it closes; a new leader adopts the
 //   last one it heard (levels rounded down), or starts empty and probes. Tickets carry the
 //   issuing pacer's id, so a new leader never confuses them with its own.
@@ -36,6 +38,8 @@ export function sharedPacer(name, makePacer) {
   channel.unref?.(); // Node: an open channel alone must not keep the process running
   const me = Math.random().toString(36).slice(2);
   const pending = new Map();
+  /** Tickets the leader granted this follower, not yet handed back. */
+  const holding = new Map();
   const listeners = new Set();
   let leader = null;
   let nextQuestion = 1;
@@ -77,13 +81,18 @@ export function sharedPacer(name, makePacer) {
       if (data.type === 'acquire') post({ type: 'grant', to: data.from, id: data.id, grant: leader.acquire(data.demand) });
       else if (data.type === 'observe') leader.observe(data.ticket, data.status, data.observation);
       else if (data.type === 'release') leader.release(data.ticket);
+      else if (data.type === 'refund') leader.refund(data.ticket);
       return;
     }
     if (data.type === 'grant' && data.to === me) {
       const resolve = pending.get(data.id);
       pending.delete(data.id);
-      if (resolve) resolve(data.grant);
-      else if (data.grant.ok) post({ type: 'release', ticket: data.grant.ticket });
+      if (resolve) {
+        if (data.grant.ok) holding.set(data.grant.ticket.id, data.grant.ticket);
+        resolve(data.grant);
+      } else if (data.grant.ok) {
+        post({ type: 'refund', ticket: data.grant.ticket });
+      }
     } else if (data.type === 'state') {
       inherited = data.state;
     } else if (data.type === 'changed' || data.type === 'leader') {
@@ -102,16 +111,19 @@ export function sharedPacer(name, makePacer) {
     });
   }
 
+  /** Hands `ticket` back to whoever leads, as a message of `type` when that is another context. */
+  const handBack = (type, ticket, message) => {
+    holding.delete(ticket.id);
+    if (leader === null) post({ type, ticket, ...message });
+    else if (type === 'observe') leader.observe(ticket, message.status, message.observation);
+    else leader[type](ticket);
+  };
+
   return {
     acquire: (demand) => (leader !== null ? leader.acquire(demand) : ask(demand)),
-    observe(ticket, status, observation) {
-      if (leader !== null) leader.observe(ticket, status, observation);
-      else post({ type: 'observe', ticket, status, observation });
-    },
-    release(ticket) {
-      if (leader !== null) leader.release(ticket);
-      else post({ type: 'release', ticket });
-    },
+    observe: (ticket, status, observation) => handBack('observe', ticket, { status, observation }),
+    release: (ticket) => handBack('release', ticket),
+    refund: (ticket) => handBack('refund', ticket),
     onChange(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -122,6 +134,9 @@ export function sharedPacer(name, makePacer) {
     },
     close() {
       if (leader !== null) post({ type: 'state', state: leader.export() });
+      // Requests still out will not report back: their tickets must not hold the others.
+      for (const ticket of holding.values()) post({ type: 'release', ticket });
+      holding.clear();
       closed = true;
       clearInterval(heartbeat);
       queued.abort();

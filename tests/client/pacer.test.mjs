@@ -54,7 +54,8 @@ test('one probe goes first; a server without limits is then not paced', () => {
   const { pacer } = setup();
   const probe = pacer.acquire(demand());
   assert.equal(probe.ok, true);
-  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: Infinity, reason: 'probe' });
+  // Held until the probe answers, or its ticket expires (the default TTL, 5 minutes).
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: Infinity, reason: 'probe', recheck: 300_000 });
   pacer.observe(probe.ticket, 200, seen({}));
   assert.equal(drain(pacer, demand(), 100).tickets.length, 100);
 });
@@ -389,7 +390,7 @@ test('concurrent-requests limits requests in flight, not a rate', () => {
   learn(pacer, { 'ratelimit-policy': '"c";q=2;qu="concurrent-requests"' });
   const { tickets, refusal } = drain(pacer);
   assert.equal(tickets.length, 2);
-  assert.deepEqual(refusal, { ok: false, wait: Infinity, reason: 'concurrency' });
+  assert.deepEqual(refusal, { ok: false, wait: Infinity, reason: 'concurrency', recheck: 300_000 });
   let woken = 0;
   pacer.onChange(() => woken++);
   pacer.observe(tickets[0], 200, seen({}));
@@ -423,6 +424,19 @@ test('jitter stretches waits by up to the given fraction, never shortens them', 
     learn(pacer, { 'ratelimit-policy': '"b";q=5;w=1', ratelimit: '"b";r=0' });
     assert.equal(pacer.acquire(demand()).wait, wait);
   }
+});
+
+test("a Retry-After is jittered once, when learned: looking again does not shrink the stretch", () => {
+  const randoms = [0.5, 0, 0, 0];
+  const { pacer, clock } = setup({ jitter: 0.1, random: () => randoms.shift() ?? 0 });
+  learn(pacer, { 'retry-after': '10' }, 429);
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 10_500, reason: 'retry-after' });
+  clock.t = 9_990;
+  assert.equal(pacer.acquire(demand()).wait, 510, 'the end is still 10.5 s, not 10 s plus a new stretch of what is left');
+  clock.t = 10_000;
+  assert.equal(pacer.acquire(demand()).ok, false);
+  clock.t = 10_500;
+  assert.equal(pacer.acquire(demand()).ok, true);
 });
 
 test('an unknown window is guessed from the longest reset seen (X-RateLimit without a window)', () => {
@@ -500,24 +514,53 @@ test('the learned rate grows only while requests use it, so a long calm cannot m
   assert.ok(rate >= 2 && rate <= 2 * 1.05, `about twice the 1/s in use, got ${rate}`);
 });
 
-test('a learned rate is bounded however fast the successes before the first 429 were', () => {
+test('a first learned rate is timed over a second at least, however fast the successes before the 429 were', () => {
   const { pacer, clock } = setup();
   learn(pacer, {});
   for (let i = 0; i < 10; i++) pacer.observe(pacer.acquire(demand()).ticket, 200, seen({}));
   clock.t += 1e-6;
   pacer.observe(pacer.acquire(demand()).ticket, 429, seen({}));
-  assert.equal(pacer.snapshot().scopes[0].learnedRate, 1e6);
-  clock.t += 1;
-  assert.equal(pacer.acquire(demand()).ok, true);
+  // 11 successes in a microsecond were a burst the server's capacity let through, not its rate.
+  assert.equal(pacer.snapshot().scopes[0].learnedRate, 9.9);
+  const wait = pacer.acquire(demand());
+  assert.equal(wait.reason, 'learned');
+  assert.ok(wait.wait >= 100 && wait.wait <= 102, String(wait.wait));
 });
 
 test('a ticket never handed back stops counting as in flight after ticketTtl', () => {
   const { pacer, clock } = setup({ ticketTtl: 1000 });
   learn(pacer, { 'ratelimit-policy': '"c";q=1;qu="concurrent-requests"' });
+  clock.t = 100;
   assert.equal(pacer.acquire(demand()).ok, true);
-  assert.equal(pacer.acquire(demand()).ok, false);
+  clock.t = 400;
+  // The wait says when to look again: nothing else would wake a queue held by a lost ticket.
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: Infinity, reason: 'concurrency', recheck: 700 });
+  clock.t = 1100;
+  assert.equal(pacer.acquire(demand()).ok, true);
+});
+
+test('a lost probe ticket holds its scope only until it expires', () => {
+  const { pacer, clock } = setup({ ticketTtl: 1000 });
+  assert.equal(pacer.acquire(demand()).ok, true);
+  clock.t = 250;
+  assert.equal(pacer.acquire(demand()).recheck, 750);
   clock.t = 1000;
-  assert.equal(pacer.acquire(demand()).ok, true);
+  assert.equal(pacer.acquire(demand()).ok, true, 'the next request probes');
+});
+
+test('a grant never used comes back whole; a released one stays spent', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=10;w=100', ratelimit: '"b";r=10;t=100' });
+  const used = pacer.acquire(demand({ cost: 4 }));
+  const unused = pacer.acquire(demand({ cost: 3 }));
+  assert.equal(available(pacer, 'b'), 3);
+  pacer.refund(unused.ticket);
+  assert.equal(available(pacer, 'b'), 6, 'the bucket has the 3 back');
+  assert.equal(pacer.snapshot().limits[0].inFlight, 1);
+  pacer.release(used.ticket);
+  assert.equal(available(pacer, 'b'), 6, 'a request sent may have been counted');
+  // The window's allowance (r=10 until t) gets them back too: 6 more go, not 3.
+  assert.equal(drain(pacer).tickets.length, 6);
 });
 
 test('a successor adopts the learned state (tab handoff), never richer than its predecessor', () => {

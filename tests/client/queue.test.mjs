@@ -11,7 +11,7 @@ test('an entry whose decision throws fails alone, and the queue goes on', async 
   const queue = new RequestQueue({
     concurrency: 1,
     now: () => 0,
-    release: () => {},
+    refund: () => {},
     acquire: (entry) => {
       if (entry.bad) throw new Error('bad input');
       return { ok: true, ticket: entry.seq };
@@ -42,7 +42,7 @@ function waitingQueue(t, maxWaiting) {
     concurrency: 1,
     maxWaiting,
     now: () => 0,
-    release: () => {},
+    refund: () => {},
     acquire: () => ({ ok: false, wait: 1000, reason: 'policy' }),
   });
   t.after(() => queue.close()); // its wake-up timer would otherwise keep the process alive
@@ -92,4 +92,41 @@ test('shedding skips entries that left meanwhile (a dropped hook aborting others
     await settle();
     assert.deepEqual(shed, expected, action);
   }
+});
+
+test("an infinite wait is looked at again at its recheck, though nothing else wakes the queue", async (t) => {
+  let asked = 0;
+  const ran = [];
+  const queue = new RequestQueue({
+    concurrency: 1,
+    now: () => performance.now(),
+    refund: () => {},
+    // A lost ticket's hold: infinite, until it expires 30 ms on.
+    acquire: () => (++asked === 1 ? { ok: false, wait: Infinity, reason: 'probe', recheck: 30 } : { ok: true, ticket: asked }),
+  });
+  t.after(() => queue.close());
+  queue.add(waitingEntry(1, { start: (ticket) => void ran.push(ticket) }));
+  await settle();
+  assert.deepEqual(ran, [], 'still held at 20 ms');
+  await new Promise((resolve) => setTimeout(resolve, 40));
+  assert.deepEqual(ran, [2], 'asked again once the ticket expired');
+});
+
+test('a grant for an entry that left while it was decided is refunded, never used', async () => {
+  const refunded = [];
+  let leave;
+  const queue = new RequestQueue({
+    concurrency: 1,
+    now: () => 0,
+    refund: (ticket) => refunded.push(ticket),
+    acquire: () => new Promise((resolve) => {
+      leave();
+      resolve({ ok: true, ticket: 'T' });
+    }),
+  });
+  const entry = waitingEntry(1);
+  leave = () => queue.remove(entry);
+  queue.add(entry);
+  await settle();
+  assert.deepEqual(refunded, ['T']);
 });

@@ -1,0 +1,31 @@
+// The tab protocol's bookkeeping under Node 24, which has Web Locks and BroadcastChannel
+// (EDGEBUCKET_NODE24: tests/client/run.sh): a follower never keeps a ticket the leader would
+// hold against everyone else.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const node = process.env.EDGEBUCKET_NODE24;
+
+test('a follower refunds a grant that came too late and releases what it holds when it closes', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
+  const child = spawnSync(node, [fileURLToPath(new URL('./follower-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 10_000 });
+  assert.equal(child.status, 0, child.stderr);
+  const { late, granted, received } = JSON.parse(child.stdout);
+  assert.deepEqual(late, { ok: false, wait: 50, reason: 'leader' }, 'no answer within 250 ms: ask again soon');
+  assert.equal(granted, true);
+  assert.deepEqual(received, [
+    'acquire',
+    'refund L.1', // the late grant: never used, so its tokens come back
+    'acquire',
+    'acquire',
+    'observe L.3',
+    'release L.2', // still out at close: it will not report back
+  ]);
+});
+
+test('clients of one context share a model by default, except one on a clock of its own', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
+  const child = spawnSync(node, [fileURLToPath(new URL('./clock-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 10_000 });
+  assert.equal(child.status, 0, child.stderr);
+  assert.deepEqual(JSON.parse(child.stdout), { first: true, second: false, ownClock: true });
+});
