@@ -63,6 +63,8 @@ const EPOCH_MILLIS_FROM = 1e12;
  * @property {number} [date] the server's `Date`, epoch milliseconds
  * @property {number} [skew] the client's clock minus the server's, milliseconds (from `Date`)
  * @property {boolean} [cached] the response came from a cache (`Age` > 0): its fields were ignored
+ * @property {boolean} [complete] `limits` are every policy that applies (draft-10 with a
+ *   `RateLimit-Policy`): one learned before and missing now was lifted
  */
 
 /**
@@ -94,6 +96,8 @@ export function readHeaders(headers, { now = Date.now() } = {}) {
     if (limits && limits.length > 0) {
       observation.dialect = dialect.label;
       observation.limits = limits;
+      // Only policies from RateLimit-Policy have a quota: one there means the list was sent.
+      if (dialect === draft10 && limits.some((limit) => limit.quota !== undefined)) observation.complete = true;
       break;
     }
   }

@@ -318,6 +318,7 @@ export class Pacer {
     // server's Date, itself whole seconds): a second coarser than a `t` (see #holdUntilReset).
     const answer = { record, status, retryAfterGiven: told, resetSlack: observation.dialect === 'x-ratelimit' ? 1000 : 0, now };
     for (const limit of observation.limits) told = this.#learnLimit(scope, limit, answer) || told;
+    if (observation.complete) dropUnlisted(scope, observation.limits);
     if (status === 429 && !told) {
       const backoff = scope.learner.rejected(now);
       scope.blockedUntil = Math.max(scope.blockedUntil, now + this.#stretched(backoff));
@@ -519,6 +520,17 @@ export class Pacer {
       if (record.at > now - this.#ticketTtl) break;
       this.#forget(record.ticket, record);
     }
+  }
+}
+
+/**
+ * Forgets the policies of `scope` that a response listing all of them no longer names: the server
+ * lifted them (a penalty that ended, a renamed policy), and pacing by them would go on for good.
+ * Their limits go with the next sweep once no scope uses them.
+ */
+function dropUnlisted(scope, listed) {
+  for (const policy of scope.policies.keys()) {
+    if (!listed.some((limit) => limit.policy === policy)) scope.policies.delete(policy);
   }
 }
 

@@ -417,3 +417,11 @@ test('random fields (a seeded fuzz of every dialect): never thrown, every number
   console.log(`${parsed} of 5000 random header sets read as limits or a Retry-After`);
   assert.ok(parsed >= 1500, `only ${parsed} of 5000 reached the parsers' output: the fuzz would prove little`);
 });
+
+test('complete: only a draft-10 RateLimit-Policy lists every policy that applies', () => {
+  assert.equal(read({ 'ratelimit-policy': '"a";q=10;w=1', ratelimit: '"a";r=5' }).complete, true);
+  assert.equal(read({ ratelimit: '"a";r=5' }).complete, undefined, 'RateLimit names only the policies of this request');
+  assert.equal(read({ 'ratelimit-policy': '"a";w=1' }).complete, undefined, 'an item without q is no policy');
+  assert.equal(read({ 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '5' }).complete, undefined);
+  assert.equal(read({ 'ratelimit-policy': '100;w=60', 'ratelimit-limit': '100', 'ratelimit-remaining': '5' }).complete, undefined, 'draft-06');
+});

@@ -371,6 +371,19 @@ test("a refusal's reset is held but does not stretch the window guessed from res
   assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 30_000, reason: 'reset' }, 'the window is still 60 s');
 });
 
+test('a policy a full RateLimit-Policy no longer lists is lifted; a RateLimit alone lifts nothing', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"a";q=100;w=60, "penalty";q=3;w=3600', ratelimit: '"a";r=99, "penalty";r=2' });
+  const [first, second] = [pacer.acquire(demand()), pacer.acquire(demand())];
+  assert.equal(first.ok, true);
+  assert.equal(second.ok, true);
+  assert.equal(pacer.acquire(demand()).reason, 'policy', 'the penalty is spent');
+  pacer.observe(first.ticket, 200, seen({ ratelimit: '"a";r=98' }));
+  assert.equal(pacer.acquire(demand()).reason, 'policy', 'RateLimit names the policies that limited this request, not all');
+  pacer.observe(second.ticket, 200, seen({ 'ratelimit-policy': '"a";q=100;w=60', ratelimit: '"a";r=97' }));
+  assert.equal(pacer.acquire(demand()).ok, true, 'the penalty was lifted');
+});
+
 test('partition keys: scopes the server puts in one partition share a budget', () => {
   const { pacer } = setup();
   const alice = demand({ scope: `${ORIGIN} alice` });
