@@ -161,7 +161,7 @@ export class Pacer {
     const record = this.#tickets.get(ticket.id);
     if (record) {
       for (const limit of record.limits) giveBack(limit, ticket.id);
-      this.#scopes.get(ticket.scope)?.learner.bucket?.addTokens(1);
+      record.learned?.addTokens(1);
     }
     this.#forget(ticket, record);
   }
@@ -237,9 +237,10 @@ export class Pacer {
 
   #grant(scope, limits, demand, now) {
     const ticket = { id: `${this.#nonce}.${this.#next++}`, scope: scope.key, origin: scope.origin };
-    const record = { ticket, at: now, limits: [] };
+    // `learned`: the 429 learner's bucket it was charged to, if any, for a refund.
+    const record = { ticket, at: now, limits: [], learned: scope.learner.bucket };
     for (const limit of limits) this.#consume(limit, demand, record);
-    const learned = scope.learner.bucket;
+    const { learned } = record;
     if (learned && !learned.tryConsume(1)) learned.consumeIgnoringRateLimits(1);
     if (!scope.known) scope.probe = ticket.id;
     this.#tickets.set(ticket.id, record);

@@ -540,6 +540,22 @@ test('a first learned rate is timed over a second at least, however fast the suc
   assert.ok(wait.wait >= 100 && wait.wait <= 102, String(wait.wait));
 });
 
+test("a refund gives the 429 learner's bucket back only what the grant took from it", () => {
+  const { pacer, clock } = setup();
+  learn(pacer, {});
+  const before = pacer.acquire(demand()); // granted before any rate was learned
+  pacer.observe(pacer.acquire(demand()).ticket, 429, seen({}));
+  assert.equal(pacer.acquire(demand()).reason, 'learned', 'the learned bucket is empty');
+  pacer.refund(before.ticket);
+  assert.equal(pacer.acquire(demand()).reason, 'learned', 'it took nothing from the learned bucket: nothing comes back');
+  clock.t += 1000;
+  const after = pacer.acquire(demand());
+  assert.equal(after.ok, true);
+  assert.equal(pacer.acquire(demand()).ok, false);
+  pacer.refund(after.ticket);
+  assert.equal(pacer.acquire(demand()).ok, true, 'its token came back');
+});
+
 test('a ticket never handed back stops counting as in flight after ticketTtl', () => {
   const { pacer, clock } = setup({ ticketTtl: 1000 });
   learn(pacer, { 'ratelimit-policy': '"c";q=1;qu="concurrent-requests"' });
