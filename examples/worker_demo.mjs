@@ -36,7 +36,10 @@ async function startOrigin() {
   return { url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
 }
 
-/** `wrangler dev` on `port`, ready when it answers; its own output goes to a log file. */
+/**
+ * `wrangler dev` on `port`, ready when the worker answers there (its policies, not merely any
+ * 200: a server that took the port first must not pass for it); its own output goes to a log file.
+ */
 async function startWrangler(port, originUrl) {
   fs.mkdirSync(stateDir, { recursive: true });
   const log = fs.openSync(path.join(stateDir, 'wrangler.log'), 'a');
@@ -58,7 +61,7 @@ async function startWrangler(port, originUrl) {
   for (;;) {
     try {
       const r = await fetch(`http://127.0.0.1:${port}/v1/policies`, { headers: { authorization: `Bearer ${ADMIN}` } });
-      if (r.ok) break;
+      if (r.ok && (await r.json().catch(() => ({}))).demo?.bandwidths) break;
     } catch {}
     if (Date.now() > deadline || child.exitCode !== null) throw new Error(`wrangler dev did not start; see ${stateDir}/wrangler.log`);
     await sleep(200);
@@ -83,8 +86,9 @@ function show(label, r, body) {
 }
 
 async function main() {
-  const port = await freePort();
+  // The origin first: holding its port, it cannot be handed the one chosen for wrangler.
   const origin = await startOrigin();
+  const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const adminHeaders = { authorization: `Bearer ${ADMIN}` };
   const post = (body) => ({
