@@ -464,7 +464,8 @@ fn a_cancelled_reservation_returns_its_tokens_to_each_bandwidth_without_taking_a
     assert!(b.try_consume(10, SEC).unwrap());
     assert!(b.reserve(5, i64::MAX, SEC).unwrap().unwrap() > 0); // to be cancelled
     assert!(b.reserve(5, i64::MAX, SEC).unwrap().unwrap() > 0); // still waiting behind it
-                                                                // Two seconds later the burst has refilled over both debts; the hourly one has not.
+
+    // Two seconds later the burst has refilled over both debts; the hourly one has not.
     b.return_reserved(5, 5, 3 * SEC).unwrap();
     let d = b.diagnostics(3 * SEC);
     assert_eq!(d.bandwidths[0].available_tokens, 10, "the burst keeps its refill: its capacity, nothing taken");

@@ -19,16 +19,24 @@ pub enum Role {
     Admin,
 }
 
-/// The configured secrets.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The configured secrets, kept as SHA-256 digests: a check hashes the presented token once and
+/// compares digests in constant time, so the secrets are not hashed again per request.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Secrets {
     /// `ADMIN_TOKEN`; without it the admin endpoints are disabled.
-    pub admin_token: Option<String>,
+    admin_token: Option<Digest32>,
     /// `API_KEY`; without it (and without `admin_token`) the service endpoints are disabled.
-    pub api_key: Option<String>,
+    api_key: Option<Digest32>,
 }
 
+type Digest32 = [u8; 32];
+
 impl Secrets {
+    /// `ADMIN_TOKEN` and `API_KEY`, each optional.
+    pub fn new(admin_token: Option<&str>, api_key: Option<&str>) -> Self {
+        Secrets { admin_token: admin_token.map(digest), api_key: api_key.map(digest) }
+    }
+
     /// Whether `authorization` (the header's value) grants `role`.
     ///
     /// # Errors
@@ -65,33 +73,54 @@ impl Secrets {
     }
 
     /// The secrets that grant `role`: the admin token grants both.
-    fn accepted(&self, role: Role) -> impl Iterator<Item = &str> {
+    fn accepted(&self, role: Role) -> impl Iterator<Item = &Digest32> {
         let api_key = match role {
-            Role::Service => self.api_key.as_deref(),
+            Role::Service => self.api_key.as_ref(),
             Role::Admin => None,
         };
-        api_key.into_iter().chain(self.admin_token.as_deref())
+        api_key.into_iter().chain(self.admin_token.as_ref())
     }
 
     fn grants(&self, role: Role, token: &str) -> bool {
-        self.accepted(role).any(|secret| constant_time_eq(secret.as_bytes(), token.as_bytes()))
+        let token = digest(token);
+        self.accepted(role).any(|secret| constant_time_eq(secret, &token))
     }
 }
 
-/// The token of `Bearer <token>`; the scheme is case-insensitive (RFC 9110 §11.1). The scheme
-/// ends at a space; more spaces and tabs (HTTP's whitespace, nothing else: a byte such as 0xA0
-/// arrives as a Unicode space, and trimming it would turn a token of that byte into an empty
-/// one) are skipped. No token is `None`.
+/// Shows which secrets are set, never their digests.
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Secrets")
+            .field("admin_token", &self.admin_token.is_some())
+            .field("api_key", &self.api_key.is_some())
+            .finish()
+    }
+}
+
+/// An `Authorization` value's scheme and credential: the scheme ends at a space or tab, and
+/// further spaces and tabs are skipped (HTTP's whitespace, nothing else: a byte such as 0xA0
+/// arrives as a Unicode space, and trimming it would turn a credential of that byte into an
+/// empty one). `None` without a separator. One reading for the role check, the worker's own
+/// secrets and the gateway's `apiKey` buckets, so they cannot disagree on a spelling.
+pub fn scheme_and_credential(header: &str) -> Option<(&str, &str)> {
+    let (scheme, credential) = header.split_once([' ', '\t'])?;
+    Some((scheme, credential.trim_start_matches([' ', '\t'])))
+}
+
+/// The token of `Bearer <token>`; the scheme is case-insensitive (RFC 9110 §11.1). No token is
+/// `None`.
 pub fn bearer_token(header: &str) -> Option<&str> {
-    let (scheme, token) = header.split_once(' ')?;
-    let token = token.trim_start_matches([' ', '\t']);
+    let (scheme, token) = scheme_and_credential(header)?;
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// Compares the SHA-256 digests of both, every byte: timing reveals neither a common prefix nor
-/// the secret's length.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let (a, b) = (Sha256::digest(a), Sha256::digest(b));
+fn digest(text: &str) -> Digest32 {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+/// Compares two digests every byte: timing reveals neither a common prefix nor the secret's
+/// length (digests of the token and the secret, not the texts, are compared).
+fn constant_time_eq(a: &Digest32, b: &Digest32) -> bool {
     a.iter().zip(b.iter()).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
@@ -100,7 +129,7 @@ mod tests {
     use super::*;
 
     fn secrets(admin: Option<&str>, api: Option<&str>) -> Secrets {
-        Secrets { admin_token: admin.map(Into::into), api_key: api.map(Into::into) }
+        Secrets::new(admin, api)
     }
 
     #[test]
@@ -109,6 +138,8 @@ mod tests {
         assert!(s.is_secret("Bearer root") && s.is_secret("bearer  svc"));
         assert!(!s.is_secret("Bearer other") && !s.is_secret("root") && !s.is_secret("Basic svc"));
         assert!(!secrets(None, None).is_secret("Bearer x"));
+        assert!(s.is_secret("Bearer\troot"), "the scheme ends at a tab as it does for apiKey buckets");
+        assert_eq!(format!("{s:?}"), "Secrets { admin_token: true, api_key: true }", "no digest in logs");
     }
 
     #[test]

@@ -11,8 +11,10 @@ use super::incoming::{split_site, Incoming};
 
 /// Request headers that say where a request was sent, as a proxy in front of the origin would
 /// set them. A client's own would be believed by an origin that builds links from them
-/// (password-reset mails pointing at the client's site), so they are dropped or replaced.
-const CLIENT_CLAIMS: [&str; 4] = ["Forwarded", "X-Forwarded-Port", "X-Forwarded-Prefix", "X-Original-Host"];
+/// (password-reset mails pointing at the client's site), so all are dropped, and the gateway
+/// sets the first three itself.
+const CLIENT_CLAIMS: [&str; 6] =
+    ["Forwarded", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port", "X-Forwarded-Prefix", "X-Original-Host"];
 
 /// The same request aimed at `target`: method, headers (less `Host`) and body stream.
 /// - `Forwarded`, `X-Forwarded-Host` and `X-Forwarded-Proto` say where the client sent it,

@@ -21,6 +21,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::api::ApiPrefix;
+use super::auth::scheme_and_credential;
 use super::errors::ApiError;
 use super::keys;
 use super::policy::Policies;
@@ -433,9 +434,8 @@ fn client_network(address: &str, ipv6_prefix: u8) -> Result<String, ApiError> {
 /// lower case with one space before its credential.
 fn credential(raw: &str) -> String {
     let raw = raw.trim();
-    match raw.split_once([' ', '\t']) {
+    match scheme_and_credential(raw) {
         Some((scheme, rest)) => {
-            let rest = rest.trim_start_matches([' ', '\t']);
             if scheme.eq_ignore_ascii_case("bearer") {
                 rest.to_owned()
             } else {

@@ -78,7 +78,7 @@ fn read(env: &Env) -> Result<Settings, ApiError> {
     };
     // An empty secret is unset, as an empty ORIGIN is: it must never be matched by an empty token.
     let secret = |name| var(env, name).filter(|value| !value.trim().is_empty());
-    let secrets = Secrets { admin_token: secret("ADMIN_TOKEN"), api_key: secret("API_KEY") };
+    let secrets = Secrets::new(secret("ADMIN_TOKEN").as_deref(), secret("API_KEY").as_deref());
     let log_decisions = var(env, "LOG_DECISIONS").is_none_or(|v| v != "false");
     Ok(Settings { policies, api_prefix, routes, origin, cors_origins, secrets, log_decisions })
 }
