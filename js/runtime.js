@@ -17,7 +17,8 @@ export const STATUS_ERROR = 2;
 export const STATUS_NEEDS_CONFIGURATION = 3;
 
 const I64_MIN = -(2n ** 63n);
-const I64_MAX = 2n ** 63n - 1n;
+/** The largest `i64`, the core's integers. */
+export const I64_MAX = 2n ** 63n - 1n;
 
 let memory, address, numbers, integers, given, keyBytes;
 const encoder = new TextEncoder();

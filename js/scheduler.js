@@ -2,7 +2,7 @@
 // once, as a debt), so a later request queues behind every earlier one, and the promise settles
 // after the wait by setTimeout: the event loop is never blocked.
 import { EdgeBucketError, invalidArgument, knownOptions } from './errors.js';
-import { durationNanos, describe, exactNumber } from './runtime.js';
+import { durationNanos, describe, exactNumber, I64_MAX } from './runtime.js';
 import * as ops from './operations.js';
 import { readClock } from './clock.js';
 import { after } from './timers.js';
@@ -177,7 +177,7 @@ export class Scheduler {
     } catch {
       return; // a time meter that throws: the tokens stay taken, which errs towards refusing
     }
-    const leaving = [...gone];
+    const leaving = gone;
     const staying = [];
     for (const each of later) {
       if (each.returned) continue;
@@ -189,9 +189,11 @@ export class Scheduler {
         staying.push(each);
       }
     }
-    // Past the 64-bit maximum, what is still owed leaves no bandwidth room for any token anyway.
+    // Past the 64-bit maximum, what is still owed leaves no bandwidth room for any token anyway,
+    // and what is given back fills every bandwidth's room: both are capped there.
     const owed = exactNumber(min(total(queue.list.filter((each) => !each.returned)), I64_MAX));
-    for (const each of leaving) ops.returnReserved(this.#raw, each.tokens, owed, now);
+    // One call for all: giving back a and then b ends where giving back a + b at once does.
+    if (leaving.length > 0) ops.returnReserved(this.#raw, exactNumber(min(total(leaving), I64_MAX)), owed, now);
     if (staying.length === 0) return;
     try {
       ops.forceAddTokens(this.#raw, exactNumber(total(staying)), now); // one call: all or, past 64 bits, nothing
@@ -209,7 +211,6 @@ export class Scheduler {
   }
 }
 
-const I64_MAX = 2n ** 63n - 1n;
 
 /** The tokens `reservations` hold, exactly (a BigInt). */
 function total(reservations) {

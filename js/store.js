@@ -1,7 +1,7 @@
 // Many buckets by key in wasm memory: the Rust core's BucketStore (Bucket4j's ProxyManager
 // idea, local). See src/core/store.rs for the memory layout, expiry and eviction.
 import { invalidArgument, knownOptions, EdgeBucketError } from './errors.js';
-import { raw, writeKey, integerArg, tokensArg, fail, result, describe, ARG_TOKENS, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
+import { raw, writeKey, tokensArg, fail, result, describe, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
 import { BucketConfiguration, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
 import { clockOption, readClock } from './clock.js';
 import { consumptionProbe, estimationProbe } from './operations.js';
@@ -77,9 +77,8 @@ export class BucketStore {
       throw invalidArgument('strategy must be a TokensInheritanceStrategy');
     }
     // (A wasm-bindgen class passed by value would be moved into Rust and emptied: pass a reference.)
-    const at = integerArg(version, ARG_TOKENS, 'version');
-    if (supplied) this.#raw.configureSupplied(at, strategy);
-    else this.#raw.configureDefault(rawConfiguration(configuration), at, strategy);
+    if (supplied) this.#raw.configureSupplied(version, strategy);
+    else this.#raw.configureDefault(rawConfiguration(configuration), version, strategy);
     this.#supplier = supplied ? configuration : null;
     [this.#version, this.#strategy] = [version, strategy];
   }

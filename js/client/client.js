@@ -137,8 +137,13 @@ export function createClient(options) {
    */
   const attempt = async (job, ticket, signal) => {
     let response;
+    if (signal.aborted) {
+      // Aborted or timed out since its turn came: never sent, so its grant comes back.
+      pacer.refund(ticket);
+      job.done();
+      throw drop(job, abortReason(signal), signal.reason);
+    }
     try {
-      signal.throwIfAborted(); // aborted or timed out since its turn came: not sent
       stats.sent += 1;
       const source = job.retryable ? job.request.clone() : job.request;
       const cut = job.cut === null ? job.request.signal : anySignal([job.request.signal, job.cut.signal]);

@@ -75,6 +75,14 @@ export class Learner {
     return this.#strikes > 1 ? Math.min(500 * 2 ** (this.#strikes - 2), MAX_BACKOFF) : 0;
   }
 
+  /**
+   * Gives back the token a grant made at `grantedAt` took from `charged` (the bucket then, or
+   * null), unless a 429 has emptied the bucket since: the server said it was empty after that.
+   */
+  refund(charged, grantedAt) {
+    if (charged !== null && charged === this.bucket && grantedAt > this.#last429) charged.addTokens(1);
+  }
+
   /** Starts from a rate another context learned. */
   adopt(rate) {
     if (typeof rate === 'number' && rate > 0) this.#setRate(rate);

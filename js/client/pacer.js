@@ -124,10 +124,9 @@ export class Pacer {
       const [ms, why] = this.#waitFor(limit, demand, now);
       consider(ms, why);
     }
-    if (scope.learner.bucket) consider(nanosToWait(scope.learner.bucket, 1) / NANOS_PER_MS, 'learned');
+    if (scope.learner.bucket) consider(this.#stretched(nanosToWait(scope.learner.bucket, 1) / NANOS_PER_MS), 'learned');
     if (wait === Infinity) return this.#held(now, reason);
-    // A Retry-After's block was jittered when it was learned.
-    if (wait > 0) return { ok: false, wait: reason === 'retry-after' ? Math.ceil(wait) : this.#jittered(wait), reason };
+    if (wait > 0) return { ok: false, wait: Math.ceil(wait), reason };
     return { ok: true, ticket: this.#grant(scope, limits, demand, now) };
   }
 
@@ -161,7 +160,7 @@ export class Pacer {
     const record = this.#tickets.get(ticket.id);
     if (record) {
       for (const limit of record.limits) giveBack(limit, ticket.id);
-      record.learned?.addTokens(1);
+      this.#scopes.get(ticket.scope)?.learner.refund(record.learned, record.at);
     }
     this.#forget(ticket, record);
   }
@@ -237,7 +236,7 @@ export class Pacer {
 
   #grant(scope, limits, demand, now) {
     const ticket = { id: `${this.#nonce}.${this.#next++}`, scope: scope.key, origin: scope.origin };
-    // `learned`: the 429 learner's bucket it was charged to, if any, for a refund.
+    // `learned`: the 429 learner's bucket it was charged to (or null), for a refund.
     const record = { ticket, at: now, limits: [], learned: scope.learner.bucket };
     for (const limit of limits) this.#consume(limit, demand, record);
     const { learned } = record;
@@ -262,7 +261,7 @@ export class Pacer {
       [wait, reason] = [limit.allowance.until - now, 'reset'];
     }
     if (limit.bucket !== null) {
-      const refill = nanosToWait(limit.bucket, cost) / NANOS_PER_MS;
+      const refill = this.#stretched(nanosToWait(limit.bucket, cost) / NANOS_PER_MS);
       if (refill > wait) [wait, reason] = [refill, 'policy'];
     }
     return [wait, reason];
@@ -298,21 +297,20 @@ export class Pacer {
     return { ok: false, wait: Infinity, reason, recheck };
   }
 
-  #jittered(wait) {
-    if (!Number.isFinite(wait)) return wait;
-    return Math.max(1, this.#stretched(wait));
-  }
-
+  /**
+   * `wait` stretched by the jitter. A deadline the server named (Retry-After, a window's end,
+   * the 429 backoff) is stretched once, when learned: stretching what is left at each look would
+   * fade to nothing as the end nears, and clients told the same time would return together. A
+   * refill wait, which no two clients share, is stretched when computed.
+   */
   #stretched(wait) {
-    return Math.ceil(wait * (1 + this.#jitter * this.#random()));
+    return wait > 0 ? Math.ceil(wait * (1 + this.#jitter * this.#random())) : wait;
   }
 
   // ---- learning ----
 
   #learnFrom(scope, record, status, observation, now) {
     const retryAfter = BLOCKING_STATUSES.has(status) ? observation.retryAfter : undefined;
-    // Jittered once, here: re-jittering what is left at each look would fade to nothing as the
-    // end nears, and clients told the same Retry-After would return together.
     if (retryAfter !== undefined) scope.blockedUntil = Math.max(scope.blockedUntil, now + this.#stretched(retryAfter));
     let told = retryAfter !== undefined;
     // X-RateLimit's reset is mostly a clock time (an epoch second or a date, read against the
@@ -413,7 +411,7 @@ export class Pacer {
       const ownWait = nanosToWait(limit.bucket, cost) / NANOS_PER_MS;
       if (reset <= Math.ceil((ownWait + flight) / 1000) * 1000 + resetSlack) return;
     }
-    limit.allowance = { remaining: estimate, until: now + reset };
+    limit.allowance = { remaining: estimate, until: now + this.#stretched(reset) };
   }
 
   #bucket(configuration, previous) {

@@ -215,6 +215,15 @@ test('Retry-After blocks the scope and takes precedence over t', () => {
   assert.equal(after.ok, true, 't=10 was not taken: the bucket decides after Retry-After');
 });
 
+test("a window's end is jittered once, when learned: looking again does not shrink the stretch", () => {
+  const randoms = [0.5];
+  const { pacer, clock } = setup({ jitter: 0.1, random: () => randoms.shift() ?? 0 });
+  learn(pacer, { 'ratelimit-policy': '"w";q=100;w=60', ratelimit: '"w";r=0;t=10' });
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 10_500, reason: 'reset' });
+  clock.t = 10_000;
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 500, reason: 'reset' }, 'the end is still 10.5 s');
+});
+
 test('t with r on a fixed window: no more than r until t, though the bucket would refill sooner', () => {
   const { pacer, clock } = setup();
   learn(pacer, { 'ratelimit-policy': '"w";q=100;w=60', ratelimit: '"w";r=3;t=30' });
@@ -553,7 +562,15 @@ test("a refund gives the 429 learner's bucket back only what the grant took from
   assert.equal(after.ok, true);
   assert.equal(pacer.acquire(demand()).ok, false);
   pacer.refund(after.ticket);
-  assert.equal(pacer.acquire(demand()).ok, true, 'its token came back');
+  const again = pacer.acquire(demand());
+  assert.equal(again.ok, true, 'its token came back');
+  clock.t += 1000;
+  const charged = pacer.acquire(demand());
+  assert.equal(charged.ok, true);
+  clock.t += 1;
+  pacer.observe(again.ticket, 429, seen({})); // the server says it is empty, after `charged` was granted
+  pacer.refund(charged.ticket);
+  assert.equal(pacer.acquire(demand()).reason, 'learned', 'a 429 since the grant: the bucket stays empty');
 });
 
 test('a ticket never handed back stops counting as in flight after ticketTtl', () => {
