@@ -26,6 +26,12 @@ pub struct Effect {
     pub outcome: Outcome,
     /// Whether the bucket must be written: created, replaced or tokens moved.
     pub changed: bool,
+    /// Nanoseconds from now the bucket must still exist, whatever its idle expiry: until a
+    /// refused reservation's retry time (its `waitMs`, or `Retry-After`). That time holds for this bucket's refill schedule
+    /// (an interval refill's phase starts at creation), not for a fresh one's, and a reservation
+    /// beyond capacity is refused by a full bucket, which idle expiry would otherwise delete
+    /// before the retry. 0: nothing promised.
+    pub promised_nanos: i64,
 }
 
 impl Held {
@@ -91,12 +97,19 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
     };
     let held_now = held.as_ref().expect("every command that succeeds leaves a bucket");
     let mut outcome = outcome(held_now, command.cost(), allowed, wait, now)?;
+    let mut promised_nanos = 0;
     if let Command::Reserve { tokens, max_wait_nanos, .. } = command {
         outcome.no_retry_after =
             !allowed && !retry_after_grants(&held_now.bucket, *tokens, *max_wait_nanos, &outcome, now);
+        if !allowed && wait < INFINITY_DURATION {
+            // The client comes back after the body's `waitMs` or at `Retry-After`, the wait
+            // rounded up to a whole second. Counted from the moment the wait names, not from
+            // now: repeated refusals promise the same.
+            promised_nanos = wait.saturating_add(NANOS_PER_SECOND as i64);
+        }
     }
     if existed || changed {
-        return Ok(Effect { outcome, changed });
+        return Ok(Effect { outcome, changed, promised_nanos });
     }
     // Created only to answer: nothing moved. A full bucket (initial tokens at capacity) is not
     // kept: a fresh one later is the same, so the key stays unknown and nothing is written. One
@@ -110,7 +123,7 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
     if !keep {
         *held = None;
     }
-    Ok(Effect { outcome, changed: keep })
+    Ok(Effect { outcome, changed: keep, promised_nanos })
 }
 
 /// Runs `operation` on the bucket under `policy` (created or replaced first if need be) and
@@ -472,6 +485,7 @@ mod tests {
         let reserved = apply(&mut held, &reserve(200 * MS), &p, T0).unwrap();
         assert!(reserved.changed && reserved.outcome.allowed);
         assert_eq!(reserved.outcome.wait_nanos, 200 * MS);
+        assert_eq!((refused.promised_nanos, reserved.promised_nanos), (1_100 * MS, 0));
     }
 
     #[test]
@@ -543,6 +557,7 @@ mod tests {
         let mut held = None;
         let refused = apply(&mut held, &reserve, &p, T0).unwrap();
         assert!(!refused.outcome.allowed && refused.changed && held.is_some(), "kept, and so written");
+        assert_eq!(refused.promised_nanos, refused.outcome.wait_nanos + 1_000 * MS, "kept until the retry");
         let granted = apply(&mut held, &reserve, &p, T0 + refused.outcome.wait_nanos).unwrap();
         assert!(granted.outcome.allowed, "granted at the time it named");
     }

@@ -113,10 +113,11 @@ impl BucketObject {
             decide::apply(held.as_mut().expect("loaded"), command, &settings.policies, now)?
         };
         let body = serde_json::to_string(&effect.outcome).map_err(|e| ApiError::internal(e.to_string()))?;
-        if !effect.changed {
+        let promised_until = self.promised_until(&settings, effect.promised_nanos, now);
+        if !effect.changed && promised_until <= self.idle_until.get() {
             return Ok(pair((200, body)));
         }
-        self.persist(&settings, now)?;
+        self.persist(&settings, now, promised_until)?;
         // The decision is durable: answer it even if the idle alarm could not be set (the next
         // write tries again). A 500 here would send the front worker into its failure mode for
         // tokens already spent.
@@ -159,15 +160,27 @@ impl BucketObject {
         Ok(())
     }
 
-    /// Writes the bucket and its idle deadline; on failure forgets the in-memory copy so the
-    /// next request reads what storage really holds.
-    fn persist(&self, settings: &settings::Settings, now: i64) -> Result<(), ApiError> {
+    /// When a bucket that promised a retry in `promised_nanos` may be deleted at the earliest
+    /// (epoch milliseconds): the promise plus the policy's grace; 0 when nothing was promised.
+    fn promised_until(&self, settings: &settings::Settings, promised_nanos: i64, now: i64) -> f64 {
+        if promised_nanos <= 0 {
+            return 0.0;
+        }
+        let held = self.held.borrow();
+        let Some(Some(held)) = held.as_ref() else { return 0.0 };
+        let keep = promised_nanos.saturating_add(duration_nanos(grace(settings, held)));
+        idle_deadline(now, round_up(keep, MILLISECOND).unwrap_or(i64::MAX))
+    }
+
+    /// Writes the bucket and its idle deadline, which is at least `promised_until`; on failure
+    /// forgets the in-memory copy so the next request reads what storage really holds.
+    fn persist(&self, settings: &settings::Settings, now: i64, promised_until: f64) -> Result<(), ApiError> {
         let written = {
             let held = self.held.borrow();
             let held = held.as_ref().and_then(Option::as_ref).expect("a changed bucket exists");
-            let grace = settings.policies.get(&held.policy).map_or(DEFAULT_GRACE, |p| p.idle_grace);
-            let ttl_millis = round_up(held.bucket.idle_expiry_nanos(grace, now), MILLISECOND).unwrap_or(i64::MAX);
-            let idle_until = idle_deadline(now, ttl_millis);
+            let expiry = held.bucket.idle_expiry_nanos(grace(settings, held), now);
+            let ttl_millis = round_up(expiry, MILLISECOND).unwrap_or(i64::MAX);
+            let idle_until = idle_deadline(now, ttl_millis).max(promised_until);
             let sql = self.state.storage().sql();
             self.row.write(&sql, &held.policy, &held.encode(), idle_until).map(|()| idle_until)
         };
@@ -266,6 +279,17 @@ fn after(
 /// The message of a JavaScript error, or the value as text.
 fn describe(error: &JsValue) -> String {
     worker::Error::from(error.clone()).to_string()
+}
+
+/// How long `held` is kept once full: its policy's grace, or [`DEFAULT_GRACE`] when the policy
+/// has gone from the configuration.
+fn grace(settings: &settings::Settings, held: &Held) -> std::time::Duration {
+    settings.policies.get(&held.policy).map_or(DEFAULT_GRACE, |p| p.idle_grace)
+}
+
+/// `duration` in nanoseconds, [`i64::MAX`] beyond.
+fn duration_nanos(duration: std::time::Duration) -> i64 {
+    i64::try_from(duration.as_nanos()).unwrap_or(i64::MAX)
 }
 
 /// `now` (ns) plus `ttl_millis`, in epoch milliseconds, within what a JavaScript `Date` holds.

@@ -2,7 +2,7 @@
 // configuration replacement when a policy's version rises, and the idle alarm.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { start, post, admin, greedy, tempDir, sleep, origin } from './harness.mjs';
+import { start, post, admin, greedy, intervally, tempDir, sleep, origin } from './harness.mjs';
 
 const policy = (version, capacity) => ({ version, bandwidths: [greedy('b', capacity, capacity, '1h')] });
 
@@ -123,6 +123,46 @@ test('an idle bucket is deleted by its alarm once full plus the grace; a busy on
       status = (await w.call('/v1/buckets/busy', admin())).status;
     } while (status === 200 && Date.now() < later);
     assert.equal(status, 404);
+  } finally {
+    await w.stop();
+  }
+});
+
+test('an alarm that fires before a later deadline sets itself again: a bucket that went into debt is kept', async () => {
+  const vars = { POLICIES: { fast: { idleGrace: '500ms', bandwidths: [greedy('b', 10, 10, '1s')] } } };
+  const w = await start({ vars });
+  try {
+    // Full again 200 ms after this: the alarm is set for about 700 ms from now.
+    await w.call('/v1/buckets/debt/consume', post({ policy: 'fast', tokens: 2 }));
+    // 200 tokens of debt move the deadline to about 21 s; the alarm is not written again.
+    await w.call('/v1/buckets/debt/consume', post({ policy: 'fast', tokens: 200, mode: 'ignore-limits' }));
+    await sleep(1500);
+    const r = await w.call('/v1/buckets/debt', admin());
+    assert.equal(r.status, 200, 'the alarm at 700 ms did not delete a bucket in debt');
+    const available = (await r.json()).bandwidths[0].available;
+    assert.ok(available < -150, `still in debt, not a fresh bucket: ${available}`);
+  } finally {
+    await w.stop();
+  }
+});
+
+test("a refused reservation's Retry-After holds: its bucket is kept past idle expiry until the retry", async () => {
+  // 5 tokens every 4 s. Reserving 6 within 1 s from a full bucket waits for the next refill:
+  // refused now, granted from 3 s on. A full bucket is otherwise deleted after its 500 ms grace,
+  // and a fresh one would start a new 4 s period, refusing the retry again.
+  const vars = { POLICIES: { every4s: { idleGrace: '500ms', bandwidths: [intervally('b', 5, 5, '4s')] } } };
+  const w = await start({ vars });
+  try {
+    const reserve = () => w.call('/v1/buckets/phase/reserve', post({ policy: 'every4s', tokens: 6, maxWait: '1s' }));
+    const refused = await reserve();
+    assert.equal(refused.status, 429);
+    assert.equal(refused.headers.get('retry-after'), '3');
+    await sleep(1200);
+    assert.equal((await w.call('/v1/buckets/phase', admin())).status, 200, 'kept past full plus the grace');
+    await sleep(3050 - 1200);
+    const retried = await reserve();
+    assert.equal(retried.status, 200, 'granted at the time promised');
+    assert.ok((await retried.json()).waitMs <= 1000);
   } finally {
     await w.stop();
   }
