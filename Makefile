@@ -48,7 +48,7 @@ worker-lint: setup
 ## Worker unit tests (native) and end-to-end tests against the built worker in real workerd.
 worker-test: worker-build worker-lint
 	cargo test --features worker --lib worker::
-	node --test tests/worker/
+	node --test tests/worker/*.test.mjs
 
 ## Load benchmark of the local worker (autocannon): decisions/s, p50/p99, 1 key and 10k keys.
 bench-worker: worker-build

@@ -115,12 +115,20 @@ fn mutable_copy(headers: &worker::Headers) -> worker::Result<worker::Headers> {
     Ok(copy)
 }
 
-/// The origin's list field, if it sent one, with our items after its own.
+/// The origin's list field, if it sent one, with our items after its own. A value that is not
+/// a Structured Field List, such as draft-07's `limit=100, remaining=99, reset=60` (a Dictionary,
+/// which express-rate-limit sends), is replaced by ours: joined, the field would not parse either,
+/// and a recipient drops an unparseable field whole, our limits with it.
 fn appended(origin: Option<String>, ours: &str) -> String {
     match origin.as_deref().map(str::trim).filter(|o| !o.is_empty()) {
-        Some(origin) => format!("{origin}, {ours}"),
-        None => ours.to_owned(),
+        Some(origin) if is_list(origin) => format!("{origin}, {ours}"),
+        _ => ours.to_owned(),
     }
+}
+
+/// Whether `value` parses as a Structured Field List (RFC 9651).
+fn is_list(value: &str) -> bool {
+    sfv::Parser::new(value).parse_list_with_visitor(sfv::visitor::Ignored).is_ok()
 }
 
 /// The origin's comma-separated list with ours added, each name once (compared without case).
@@ -185,6 +193,10 @@ mod tests {
         assert_eq!(appended(None, ours), ours);
         assert_eq!(appended(Some(" ".into()), ours), ours);
         assert_eq!(appended(Some(r#""origin";q=100;w=60 "#.into()), ours), format!(r#""origin";q=100;w=60, {ours}"#));
+        // draft-07 (express-rate-limit): a Dictionary; joined, the whole field would be dropped.
+        assert_eq!(appended(Some("limit=100, remaining=99, reset=60".into()), ours), ours);
+        assert_eq!(appended(Some("100;w=60".into()), ours), format!("100;w=60, {ours}"), "a List, if an odd one");
+        assert_eq!(appended(Some(r#""unterminated"#.into()), ours), ours);
     }
 
     #[test]

@@ -25,6 +25,7 @@ const ROUTES = [
   { pattern: '/guarded', methods: ['POST', 'OPTIONS'], policy: 'per_user', key: { source: 'constant', value: 'guarded' } },
   { pattern: '/reads', methods: ['GET'], policy: 'per_user', key: { source: 'constant', value: 'reads' } },
   { pattern: '/status/*', policy: 'writes', key: { source: 'constant', value: 'status' } },
+  { pattern: '/draft7', policy: 'per_user', key: { source: 'constant', value: 'draft7' } },
 ];
 const APP = 'https://app.example';
 
@@ -283,6 +284,13 @@ test("an origin status that no response can carry is a 502, not a crash; the ori
   assert.equal(ok.headers.get('access-control-expose-headers').match(/ratelimit,/gi).length, 1, 'listed once');
   assert.equal(ok.headers.get('ratelimit-policy'), '"origin";q=100;w=60, "burst";q=2;w=3600, "daily";q=50;w=86400');
   assert.match(ok.headers.get('ratelimit'), /^"origin";r=7;t=0, "burst";r=0;t=\d+, "daily";r=48;t=0$/);
+});
+
+test("an origin's RateLimit that is not a Structured Field List is replaced, not joined into an unparseable field", async () => {
+  const r = await w.call('/draft7');
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get('ratelimit'), '"user";r=0;t=3600', 'the Dictionary would have broken the whole field');
+  assert.equal(r.headers.get('ratelimit-policy'), '100;w=60, "user";q=1;w=3600', 'a List is kept, ours after it');
 });
 
 test('a GET with a body is limited and forwarded without the body, never a 500', async () => {
