@@ -1,7 +1,7 @@
 // Bucket4j's Bucket: limits, a clock, and every operation of the core.
 import { invalidArgument, EdgeBucketError } from './errors.js';
 import { raw, describe } from './runtime.js';
-import { ConfigurationBuilder, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
+import { ConfigurationBuilder, rawConfiguration } from './configuration.js';
 import { millisecondClock, nanosecondClock, customClock, readClock } from './clock.js';
 import * as ops from './operations.js';
 import { tellConsumption } from './listener.js';
@@ -99,10 +99,7 @@ export class Bucket {
 
   /** Replaces the limits, carrying tokens over by `strategy` (a {@link TokensInheritanceStrategy}). */
   replaceConfiguration(configuration, strategy) {
-    if (typeof strategy !== 'string') {
-      throw invalidArgument(`strategy must be one of ${Object.keys(TokensInheritanceStrategy).join(', ')}`);
-    }
-    ops.replaceConfiguration(this.#raw, rawConfiguration(configuration), strategy, readClock(this.#clock));
+    ops.replaceConfiguration(this.#raw, configuration, strategy, readClock(this.#clock));
   }
 
   /** The configuration in force. */

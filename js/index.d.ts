@@ -240,6 +240,7 @@ export class VerboseBucket {
   consumeIgnoringRateLimits(tokens: Tokens): VerboseResult<Exact>;
   getAvailableTokens(): VerboseResult<Exact>;
   reset(): VerboseResult<void>;
+  replaceConfiguration(configuration: BucketConfiguration, strategy: TokensInheritanceStrategy): VerboseResult<void>;
 }
 
 /**

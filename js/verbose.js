@@ -70,6 +70,11 @@ export class VerboseBucket {
     return this.#run((now) => ops.reset(this.#raw, now));
   }
 
+  /** Replaces the limits as `Bucket.replaceConfiguration` does; the result shows the new ones. */
+  replaceConfiguration(configuration, strategy) {
+    return this.#run((now) => ops.replaceConfiguration(this.#raw, configuration, strategy, now));
+  }
+
   /**
    * The operation, then the configuration and diagnostics at its instant, then the listener: a
    * listener may use other buckets, whose clocks would take the place of this one's time.

@@ -47,8 +47,9 @@ fn version_and_strategy(version: f64, strategy_name: &str) -> Result<(u64, Token
 
 /// A random hash seed: keys often come from clients, who should not choose collisions.
 fn hash_seed() -> u64 {
-    // crypto.getRandomValues is in every runtime the package supports; should it fail, the
-    // non-cryptographic Math.random still varies the seed between stores.
+    // crypto.getRandomValues is in every runtime the package supports (Node 20 and later,
+    // browsers, workerd); should it fail, the non-cryptographic Math.random still varies the
+    // seed between stores.
     getrandom::u64().unwrap_or_else(|_| (js_sys::Math::random() * 2f64.powi(53)) as u64)
 }
 

@@ -11,4 +11,5 @@ trap 'rm -rf "$scratch"' EXIT
 (cd "$scratch" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent "$tarball")
 mkdir "$scratch/test"
 cp tests/npm/package/* "$scratch/test/"
-EDGEBUCKET_SCRATCH="$scratch" node --test --test-reporter=spec "$scratch/test/" tests/npm/platforms/
+# Files, not directories: Node 21 and later read node --test arguments as globs.
+EDGEBUCKET_SCRATCH="$scratch" node --test --test-reporter=spec "$scratch"/test/*.test.{mjs,cjs} tests/npm/platforms/*.test.mjs

@@ -75,8 +75,10 @@ test('consumeIgnoringRateLimits goes into debt and reports the violation', () =>
 test('reset fills every limit', () => {
   const { bucket } = manual([tenPerSecond, (l) => l.capacity(100).refillIntervally(100, '1h')]);
   bucket.tryConsume(10);
+  const tokens = () => bucket.getDiagnostics().bandwidths.map((b) => b.availableTokens);
+  assert.deepEqual(tokens(), [0, 90]);
   bucket.reset();
-  assert.equal(bucket.getAvailableTokens(), 10);
+  assert.deepEqual(tokens(), [10, 100]);
 });
 
 test('several limits: the smallest decides, every one is debited', () => {
@@ -163,6 +165,9 @@ test('the default and nanosecond clocks read real time', async () => {
 test('bad arguments throw EdgeBucketError with a code and change nothing', () => {
   const { bucket } = manual([tenPerSecond]);
   bucket.tryConsume(3);
+  const original = bucket.getConfiguration();
+  // A valid configuration, so that only the strategy is wrong: a replacement must not happen.
+  const other = BucketConfiguration.builder().addLimit((l) => l.capacity(200).refillGreedy(1, '1s')).build();
   const cases = [
     [() => bucket.tryConsume(0), 'NON_POSITIVE_TOKENS'],
     [() => bucket.tryConsume(-1), 'NON_POSITIVE_TOKENS'],
@@ -179,13 +184,20 @@ test('bad arguments throw EdgeBucketError with a code and change nothing', () =>
     [() => bucket.addTokens(0), 'NON_POSITIVE_TOKENS'],
     [() => bucket.forceAddTokens(2n ** 63n - 1n), 'TOKENS_OVERFLOW'],
     [() => bucket.consumeIgnoringRateLimits(0), 'NON_POSITIVE_TOKENS'],
-    [() => bucket.replaceConfiguration(bucket.getConfiguration(), 'SOMETIMES'), 'INVALID_ARGUMENT'],
+    [() => bucket.replaceConfiguration(other, 'SOMETIMES'), 'INVALID_ARGUMENT'],
+    [() => bucket.replaceConfiguration(other, undefined), 'INVALID_ARGUMENT'],
     [() => bucket.replaceConfiguration({ bandwidths: [] }, 'RESET'), 'INVALID_ARGUMENT'],
+    [() => bucket.tryConsumeAsMuchAsPossible(-1), 'NON_POSITIVE_LIMIT'],
+    [() => bucket.tryConsumeAsMuchAsPossible(1.5), 'INVALID_ARGUMENT'],
+    [() => bucket.tryConsumeAsMuchAsPossible(NaN), 'INVALID_ARGUMENT'],
+    [() => bucket.tryConsumeAsMuchAsPossible(-Infinity), 'INVALID_ARGUMENT'],
+    [() => bucket.tryConsumeAsMuchAsPossible('3'), 'INVALID_ARGUMENT'],
     [() => bucket.toListenable(null), 'INVALID_ARGUMENT'],
   ];
   for (const [operation, code] of cases) {
     assert.throws(operation, (e) => e instanceof EdgeBucketError && e.code === code && e.message.length > 0, `${operation} → ${code}`);
     assert.equal(bucket.getAvailableTokens(), 7, `${operation} changed nothing`);
+    assert.ok(bucket.getConfiguration().equals(original), `${operation} kept the configuration`);
   }
   // A NaN after a failed BigInt call is still an error, not a stale BigInt.
   assert.throws(() => bucket.tryConsume(NaN), { code: 'INVALID_ARGUMENT' });

@@ -1,7 +1,7 @@
 // toListenable and asVerbose.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Bucket, SimpleListener, BucketConfiguration } from 'edgebucket';
+import { Bucket, SimpleListener, BucketConfiguration, TokensInheritanceStrategy } from 'edgebucket';
 
 function manual() {
   const clock = { t: 0 };
@@ -69,6 +69,14 @@ test('verbose results carry the configuration and diagnostics after the operatio
   assert.equal(verbose.forceAddTokens(10).diagnostics.availableTokens, 9);
   assert.equal(verbose.reset().diagnostics.availableTokens, 5);
   assert.throws(() => verbose.tryConsume(0), { code: 'NON_POSITIVE_TOKENS' });
+  verbose.tryConsume(1);
+  const larger = BucketConfiguration.builder().addLimit((l) => l.capacity(10).refillGreedy(1, '1s').id('b')).build();
+  const replaced = verbose.replaceConfiguration(larger, TokensInheritanceStrategy.PROPORTIONALLY);
+  assert.equal(replaced.value, undefined);
+  assert.ok(replaced.configuration.equals(larger), 'the new configuration');
+  assert.equal(replaced.diagnostics.availableTokens, 8, '4 of 5 is 8 of 10');
+  assert.throws(() => verbose.replaceConfiguration(bucket.getConfiguration(), 'SOMETIMES'), { code: 'INVALID_ARGUMENT' });
+  assert.ok(bucket.getConfiguration().equals(larger), 'a refused replacement changed nothing');
 });
 
 test('a verbose view of a listenable bucket still reports', () => {

@@ -316,6 +316,41 @@ test('bad arguments reject with EdgeBucketError and reserve nothing', async (t) 
   assert.equal(bucket.getAvailableTokens(), 10);
 });
 
+test('a bad maxWait rejects with EdgeBucketError and reserves nothing', async (t) => {
+  const { scheduler, bucket, listener } = scenario(t);
+  bucket.tryConsume(7);
+  const cases = [
+    [0, 'NON_POSITIVE_MAX_WAIT'],
+    [-1, 'INVALID_DURATION'],
+    [NaN, 'INVALID_DURATION'],
+    [Infinity, 'INVALID_DURATION'],
+    [null, 'INVALID_DURATION'],
+    [undefined, 'INVALID_DURATION'],
+    ['', 'INVALID_DURATION'],
+    ['2 fortnights', 'INVALID_DURATION'],
+    [{ seconds: 1.5 }, 'INVALID_DURATION'],
+    [{ second: 1 }, 'INVALID_DURATION'],
+  ];
+  for (const [maxWait, code] of cases) {
+    // 5 tokens are 200 ms away: any reading of a bad maxWait as a long one would reserve them.
+    await assert.rejects(scheduler.tryConsume(5, maxWait), (e) => e instanceof EdgeBucketError && e.code === code, String(maxWait));
+    assert.equal(bucket.getAvailableTokens(), 3, `${String(maxWait)} reserved nothing`);
+  }
+  assert.deepEqual([listener.rejected, listener.delayedNanos, listener.consumed], [0, 0, 7]);
+});
+
+test('an abort during tryConsume(n, maxWait) returns the reserved tokens', async (t) => {
+  const { scheduler, bucket, advance } = scenario(t);
+  bucket.tryConsume(10);
+  const controller = new AbortController();
+  const waiting = scheduler.tryConsume(5, '1s', { signal: controller.signal });
+  assert.equal(bucket.getAvailableTokens(), -5);
+  await advance(100);
+  controller.abort();
+  await assert.rejects(waiting, { name: 'AbortError' });
+  assert.equal(bucket.getAvailableTokens(), 1, 'the refill of 100 ms, nothing owed');
+});
+
 test('bad options reject with EdgeBucketError and reserve nothing', async (t) => {
   const { scheduler, bucket } = scenario(t);
   await assert.rejects(scheduler.consume(1, null), { code: 'INVALID_ARGUMENT' });

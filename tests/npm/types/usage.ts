@@ -18,6 +18,7 @@ const wait: Exact = probe.nanosToWaitForRefill;
 const diagnostics: Diagnostics = bucket.getDiagnostics();
 const verbose: VerboseResult<boolean> = bucket.asVerbose().tryConsume(1);
 bucket.replaceConfiguration(config, TokensInheritanceStrategy.PROPORTIONALLY);
+const replaced: VerboseResult<void> = bucket.asVerbose().replaceConfiguration(config, TokensInheritanceStrategy.AS_IS);
 const listener = new SimpleListener();
 const observed: Bucket = bucket.toListenable(listener);
 const consumed: Exact = listener.consumed;
@@ -51,4 +52,4 @@ const narrow: number = probe.nanosToWaitForRefill;
 // @ts-expect-error buckets come from the builder
 new Bucket();
 
-export { ok, wait, diagnostics, verbose, observed, consumed, schedule, allowed, size, narrow };
+export { ok, wait, diagnostics, verbose, replaced, observed, consumed, schedule, allowed, size, narrow };
