@@ -207,5 +207,5 @@ try {
 const ratio = (a, b) => (a && b ? `${(a / b).toFixed(2)}×` : '-');
 console.log(
   `\n1 key, full load, edgebucket / minimal JS: decisions/s ${ratio(decided(ours), decided(ceiling))}, ` +
-    `CPU per decision ${ratio(ours.cpuPerRequest, ceiling.cpuPerRequest)}`,
+    `CPU per answered request ${ratio(ours.cpuPerRequest, ceiling.cpuPerRequest)}`,
 );

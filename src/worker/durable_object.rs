@@ -4,7 +4,8 @@
 //! - The bucket is read from SQLite storage once, kept in memory, and decided on at `Date.now()`.
 //! - A decision that changes the bucket writes it (one synchronous SQL statement) before the
 //!   answer leaves: the output gate holds the answer until the write is durable. A decision that
-//!   changes nothing writes nothing.
+//!   changes nothing writes nothing, except a refused reservation whose retry time lies beyond
+//!   the bucket's idle deadline, which moves the deadline (see [`decide::Effect`]).
 //! - Decisions never await between reading and writing the bucket, so they are serialized
 //!   without locks.
 //! - The bucket's row: [`bucket_row`](super::bucket_row); the alarm that deletes an idle bucket:
@@ -25,6 +26,9 @@ use super::idle_alarm::{AlarmWrite, IdleAlarm};
 use super::protocol::{round_up, Command, Deleted, MILLISECOND};
 use super::respond;
 use super::settings;
+
+/// The latest time a JavaScript `Date` holds, in epoch milliseconds.
+const MAX_DATE_MILLIS: f64 = 8.64e15;
 
 /// Grace for a bucket whose policy has gone from the configuration.
 const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
@@ -113,11 +117,23 @@ impl BucketObject {
             decide::apply(held.as_mut().expect("loaded"), command, &settings.policies, now)?
         };
         let body = serde_json::to_string(&effect.outcome).map_err(|e| ApiError::internal(e.to_string()))?;
-        let promised_until = self.promised_until(&settings, effect.promised_nanos, now);
-        if !effect.changed && promised_until <= self.idle_until.get() {
+        let (needed, slack) = self.promised_until(&settings, effect.promised_nanos, now);
+        let moves_deadline = needed > self.idle_until.get();
+        if !effect.changed && !moves_deadline {
             return Ok(pair((200, body)));
         }
-        self.persist(&settings, now, promised_until)?;
+        // A deadline moved for a promise goes `slack` further than needed: a caller whose
+        // refusals name a later moment each time then writes once per grace, not per refusal.
+        let keep_until = if moves_deadline { (needed + slack).min(MAX_DATE_MILLIS) } else { needed };
+        if let Err(error) = self.persist(&settings, now, keep_until) {
+            if effect.changed {
+                return Err(error);
+            }
+            // Only the deadline was to move: the refusal stands, and must not become the
+            // policy's failure mode (an admission, failing open).
+            worker::console_error!("idle deadline not moved: {} {}", error.code, error.message);
+            return Ok(pair((200, body)));
+        }
         // The decision is durable: answer it even if the idle alarm could not be set (the next
         // write tries again). A 500 here would send the front worker into its failure mode for
         // tokens already spent.
@@ -162,14 +178,14 @@ impl BucketObject {
 
     /// When a bucket that promised a retry in `promised_nanos` may be deleted at the earliest
     /// (epoch milliseconds): the promise plus the policy's grace; 0 when nothing was promised.
-    fn promised_until(&self, settings: &settings::Settings, promised_nanos: i64, now: i64) -> f64 {
-        if promised_nanos <= 0 {
-            return 0.0;
-        }
+    /// Beside it, the slack to add when the deadline must move: the grace, at least a second.
+    fn promised_until(&self, settings: &settings::Settings, promised_nanos: i64, now: i64) -> (f64, f64) {
         let held = self.held.borrow();
-        let Some(Some(held)) = held.as_ref() else { return 0.0 };
-        let keep = promised_nanos.saturating_add(duration_nanos(grace(settings, held)));
-        idle_deadline(now, round_up(keep, MILLISECOND).unwrap_or(i64::MAX))
+        let Some(Some(held)) = held.as_ref().filter(|_| promised_nanos > 0) else { return (0.0, 0.0) };
+        let grace = grace(settings, held);
+        let keep = promised_nanos.saturating_add(duration_nanos(grace));
+        let needed = idle_deadline(now, round_up(keep, MILLISECOND).unwrap_or(i64::MAX));
+        (needed, grace.max(std::time::Duration::from_secs(1)).as_millis() as f64)
     }
 
     /// Writes the bucket and its idle deadline, which is at least `promised_until`; on failure
@@ -294,7 +310,6 @@ fn duration_nanos(duration: std::time::Duration) -> i64 {
 
 /// `now` (ns) plus `ttl_millis`, in epoch milliseconds, within what a JavaScript `Date` holds.
 fn idle_deadline(now: i64, ttl_millis: i64) -> f64 {
-    const MAX_DATE_MILLIS: f64 = 8.64e15;
     ((now / 1_000_000) as f64 + ttl_millis as f64).min(MAX_DATE_MILLIS)
 }
 

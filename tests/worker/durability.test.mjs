@@ -147,22 +147,22 @@ test('an alarm that fires before a later deadline sets itself again: a bucket th
 });
 
 test("a refused reservation's Retry-After holds: its bucket is kept past idle expiry until the retry", async () => {
-  // 5 tokens every 4 s. Reserving 6 within 1 s from a full bucket waits for the next refill:
-  // refused now, granted from 3 s on. A full bucket is otherwise deleted after its 500 ms grace,
-  // and a fresh one would start a new 4 s period, refusing the retry again.
+  // 5 tokens every 4 s. Reserving 6 within 2 s from a full bucket waits for the next refill:
+  // refused now, granted from 2 s until the refill at 4 s. A full bucket is otherwise deleted
+  // after its 500 ms grace, and a fresh one would start a new 4 s period, refusing the retry again.
   const vars = { POLICIES: { every4s: { idleGrace: '500ms', bandwidths: [intervally('b', 5, 5, '4s')] } } };
   const w = await start({ vars });
   try {
-    const reserve = () => w.call('/v1/buckets/phase/reserve', post({ policy: 'every4s', tokens: 6, maxWait: '1s' }));
+    const reserve = () => w.call('/v1/buckets/phase/reserve', post({ policy: 'every4s', tokens: 6, maxWait: '2s' }));
     const refused = await reserve();
     assert.equal(refused.status, 429);
-    assert.equal(refused.headers.get('retry-after'), '3');
+    assert.equal(refused.headers.get('retry-after'), '2');
     await sleep(1200);
     assert.equal((await w.call('/v1/buckets/phase', admin())).status, 200, 'kept past full plus the grace');
-    await sleep(3050 - 1200);
+    await sleep(2050 - 1200);
     const retried = await reserve();
     assert.equal(retried.status, 200, 'granted at the time promised');
-    assert.ok((await retried.json()).waitMs <= 1000);
+    assert.ok((await retried.json()).waitMs <= 2000);
   } finally {
     await w.stop();
   }
