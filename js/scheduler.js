@@ -155,9 +155,10 @@ export class Scheduler {
   }
 
   /**
-   * Returns the tokens of the `gone` waits and moves up `later` (the waits behind them, in
-   * order). A later wait whose signal has aborted too (its abort event not yet delivered:
-   * browsers run microtasks between listeners) goes with them and is not made again.
+   * Returns the tokens of the `leaving` waits (a fresh array: aborted later ones join it) and
+   * moves up `later` (the waits behind them, in order). A later wait whose signal has aborted
+   * too (its abort event not yet delivered: browsers run microtasks between listeners) goes with
+   * them and is not made again.
    *
    * Each bandwidth gets the tokens back up to its capacity less what the waits still queued
    * hold, never losing any (`returnReserved`): those waits' tokens are spent when they are
@@ -170,14 +171,13 @@ export class Scheduler {
    * configuration), and then it keeps its time; one whose wait has become unbounded fails with
    * `RESERVATION_OVERFLOW` rather than go free.
    */
-  #moveUp(queue, gone, later) {
+  #moveUp(queue, leaving, later) {
     let now;
     try {
       now = readClock(this.#clock);
     } catch {
       return; // a time meter that throws: the tokens stay taken, which errs towards refusing
     }
-    const leaving = gone;
     const staying = [];
     for (const each of later) {
       if (each.returned) continue;
