@@ -496,8 +496,9 @@ impl TokenBucket {
         max_wait(self.configuration.bandwidths(), &self.states, now, |b, s| s.nanos_until_forgettable(b, now))
     }
 
-    /// Credits refills due by `now` in place. Unobservable: every operation refills first.
-    fn refill(&mut self, now: i64) {
+    /// Credits refills due by `now` in place. Unobservable: every operation refills first (the
+    /// worker refills a copy to tell whether a command changed more than that).
+    pub(crate) fn refill(&mut self, now: i64) {
         refill(self.configuration.bandwidths(), &mut self.states, now);
     }
 

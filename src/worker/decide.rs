@@ -24,7 +24,8 @@ pub struct Held {
 pub struct Effect {
     /// What to answer.
     pub outcome: Outcome,
-    /// Whether the bucket must be written: created, replaced or tokens moved.
+    /// Whether the bucket must be written: created, moved to another policy or version, or its
+    /// tokens or configuration changed (a refill alone is no change).
     pub changed: bool,
     /// Nanoseconds from now the bucket must still exist, whatever its idle expiry: until a
     /// refused reservation's retry time (its `waitMs`, or `Retry-After`). That time holds for this bucket's refill schedule
@@ -86,12 +87,12 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
             (true, 0, false)
         }
         Command::Replace { policy, strategy } => {
-            replace(held, lookup(policies, policy)?, *strategy, now)?;
-            (true, 0, true)
+            let policy = lookup(policies, policy)?;
+            (true, 0, changes(held, now, |held| replace(held, policy, *strategy, now))?)
         }
         Command::Reset => {
-            existing(held)?.bucket.reset(now);
-            (true, 0, true)
+            let reset = |held: &mut Option<Held>| existing(held).map(|h| h.bucket.reset(now));
+            (true, 0, changes(held, now, reset)?)
         }
         Command::Delete => return Err(ApiError::internal("delete is handled by the store")),
     };
@@ -145,6 +146,23 @@ fn under_policy(
             Err(error)
         }
     }
+}
+
+/// Runs `operation` and tells whether it changed what is stored: the policy, the version, or
+/// the bucket beyond a refill to `now` (every operation refills first, so a refill alone is no
+/// change). A reset of a full bucket, or a replacement by the same configuration that carries
+/// every token over, is then not written.
+fn changes(
+    held: &mut Option<Held>,
+    now: i64,
+    operation: impl FnOnce(&mut Option<Held>) -> Result<(), ApiError>,
+) -> Result<bool, ApiError> {
+    let mut before = held.clone();
+    if let Some(before) = &mut before {
+        before.bucket.refill(now);
+    }
+    operation(held)?;
+    Ok(*held != before)
 }
 
 fn replace(
@@ -628,6 +646,36 @@ mod tests {
         assert_eq!(reset.outcome.remaining(), 1);
         let inspect = apply(&mut held, &Command::Inspect, &p, T0).unwrap();
         assert!(!inspect.changed);
+    }
+
+    #[test]
+    fn reset_and_replacement_write_only_what_they_change() {
+        use crate::TokensInheritanceStrategy as S;
+        let p = policies(1, 5);
+        let replace = |strategy| Command::Replace { policy: "api".into(), strategy };
+        let changed = |held: &mut Option<Held>, command: &Command, policies: &Policies, at_ms: i64| {
+            apply(held, command, policies, T0 + at_ms * MS).unwrap().changed
+        };
+        let mut held = None;
+        apply(&mut held, &consume(1, Mode::Try), &p, T0).unwrap();
+        assert!(changed(&mut held, &Command::Reset, &p, 0), "a reset fills what was taken");
+        assert!(!changed(&mut held, &Command::Reset, &p, 600_000), "full, refilled only");
+        for strategy in [None, Some(S::AsIs), Some(S::Proportionally), Some(S::Additive)] {
+            assert!(!changed(&mut held, &replace(strategy), &p, 600_000), "{strategy:?} on a full bucket");
+        }
+        // RESET starts afresh: the intervally bandwidth's hour now starts at this moment.
+        assert!(changed(&mut held, &replace(Some(S::Reset)), &p, 600_000), "RESET on a full bucket");
+        apply(&mut held, &consume(3, Mode::Try), &p, T0 + 600_000 * MS).unwrap();
+        for strategy in [Some(S::AsIs), Some(S::Proportionally), Some(S::Additive)] {
+            assert!(!changed(&mut held, &replace(strategy), &p, 600_000), "{strategy:?} carries the 3 over");
+        }
+        assert!(changed(&mut held, &replace(Some(S::Reset)), &p, 600_000), "RESET refills");
+        assert!(changed(&mut held, &replace(Some(S::AsIs)), &policies(2, 5), 600_000), "the version is stored");
+        assert_eq!(held.as_ref().unwrap().version, 2);
+        assert!(!changed(&mut held, &Command::Reset, &p, 600_000), "the version stays");
+        let before = held.clone();
+        let unknown = apply(&mut held, &Command::Replace { policy: "nope".into(), strategy: None }, &p, T0);
+        assert_eq!((unknown.unwrap_err().code.as_str(), &held), ("UNKNOWN_POLICY", &before));
     }
 
     #[test]
