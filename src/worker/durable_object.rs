@@ -23,6 +23,7 @@ use super::client::{js_millis, now_nanos};
 use super::decide::{self, Held};
 use super::errors::ApiError;
 use super::idle_alarm::{AlarmWrite, IdleAlarm};
+use super::log::IdleAlarmLine;
 use super::protocol::{round_up, Command, Deleted, MILLISECOND};
 use super::respond;
 use super::settings;
@@ -238,10 +239,19 @@ impl BucketObject {
         if !matches!(*self.held.borrow(), Some(Some(_))) {
             return Ok(());
         }
-        if (js_millis() as f64) < self.idle_until.get() {
-            return self.set_alarm(self.idle_until.get()).await;
+        let until = self.idle_until.get();
+        let kept = (js_millis() as f64) < until;
+        if kept {
+            self.set_alarm(until).await?;
+        } else {
+            self.delete().await?;
         }
-        self.delete().await
+        if settings::load(&self.env).is_ok_and(|s| s.log_decisions) {
+            let outcome = if kept { "kept" } else { "deleted" };
+            let key = self.state.id().name();
+            IdleAlarmLine { event: "idle-alarm", key, outcome, until_ms: kept.then_some(until) }.emit();
+        }
+        Ok(())
     }
 
     /// Deletes everything the object stores.

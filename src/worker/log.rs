@@ -111,6 +111,31 @@ impl<'a> DecisionLine<'a> {
     }
 }
 
+/// What an idle alarm did, one line each when decisions are logged:
+/// `{"event":"idle-alarm","key":"…","outcome":"deleted"}`, or `"kept"` with `untilMs`, the later
+/// deadline it set itself for (the bucket was used since the alarm was set, or owes a retry).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdleAlarmLine {
+    /// Always `"idle-alarm"`.
+    pub event: &'static str,
+    /// The bucket key, when the runtime passes the object its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// `deleted` or `kept`.
+    pub outcome: &'static str,
+    /// For `kept`: the new deadline, in milliseconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until_ms: Option<f64>,
+}
+
+impl IdleAlarmLine {
+    /// Logs the line.
+    pub fn emit(&self) {
+        worker::console_log!("{}", serde_json::to_string(self).unwrap_or_default());
+    }
+}
+
 /// The metric's outcome. An estimate admits and rejects nothing, so it is counted apart.
 fn verdict(line: &DecisionLine, allowed: bool) -> &'static str {
     match (line.op, allowed, line.shadow_rejected) {

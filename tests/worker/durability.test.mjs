@@ -116,6 +116,8 @@ test('an idle bucket is deleted by its alarm once full plus the grace; a busy on
       status = (await w.call('/v1/buckets/idle', admin())).status;
     } while (status === 200 && Date.now() < deadline);
     assert.equal(status, 404, 'the idle bucket was deleted');
+    const deleted = await w.logged((l) => l.event === 'idle-alarm' && l.outcome === 'deleted');
+    assert.deepEqual(deleted.map((l) => l.key), ['idle'], 'by its alarm, which logged it');
     // And the busy one goes too once left alone.
     const later = Date.now() + 10_000;
     do {
@@ -136,9 +138,11 @@ test('an alarm that fires before a later deadline sets itself again: a bucket th
     await w.call('/v1/buckets/debt/consume', post({ policy: 'fast', tokens: 2 }));
     // 200 tokens of debt move the deadline to about 21 s; the alarm is not written again.
     await w.call('/v1/buckets/debt/consume', post({ policy: 'fast', tokens: 200, mode: 'ignore-limits' }));
-    await sleep(1500);
+    const [alarm] = await w.logged((l) => l.event === 'idle-alarm');
+    assert.equal(alarm.outcome, 'kept', 'the alarm at 700 ms did not delete a bucket in debt');
+    assert.ok(alarm.untilMs > Date.now() + 15_000, `set again for the debt's deadline, not the old one: ${alarm.untilMs}`);
     const r = await w.call('/v1/buckets/debt', admin());
-    assert.equal(r.status, 200, 'the alarm at 700 ms did not delete a bucket in debt');
+    assert.equal(r.status, 200);
     const available = (await r.json()).bandwidths[0].available;
     assert.ok(available < -150, `still in debt, not a fresh bucket: ${available}`);
   } finally {
