@@ -212,3 +212,42 @@ test('a clock that returns nonsense is an error', () => {
   assert.throws(() => Bucket.builder().withCustomTimeMeter(5), { code: 'INVALID_ARGUMENT' });
   assert.equal(bucket.tryConsume(1), true);
 });
+
+test('a time meter that goes bad after build: every operation throws and changes nothing', async () => {
+  let bad = null; // a value to return instead of the time, or an Error to throw
+  const meterFailure = new Error('meter broke');
+  const bucket = Bucket.builder()
+    .addLimit(tenPerSecond)
+    .withCustomTimeMeter(() => {
+      if (bad instanceof Error) throw bad;
+      return bad ?? 0;
+    })
+    .build();
+  assert.equal(bucket.tryConsume(3), true);
+  const other = BucketConfiguration.builder().addLimit((l) => l.capacity(20).refillGreedy(20, '1s')).build();
+  const operations = {
+    tryConsume: (b) => b.tryConsume(1),
+    tryConsumeAndReturnRemaining: (b) => b.tryConsumeAndReturnRemaining(1),
+    estimateAbilityToConsume: (b) => b.estimateAbilityToConsume(1),
+    tryConsumeAsMuchAsPossible: (b) => b.tryConsumeAsMuchAsPossible(),
+    addTokens: (b) => b.addTokens(1),
+    forceAddTokens: (b) => b.forceAddTokens(1),
+    consumeIgnoringRateLimits: (b) => b.consumeIgnoringRateLimits(1),
+    getAvailableTokens: (b) => b.getAvailableTokens(),
+    reset: (b) => b.reset(),
+    replaceConfiguration: (b) => b.replaceConfiguration(other, TokensInheritanceStrategy.AS_IS),
+    getDiagnostics: (b) => b.getDiagnostics(),
+    verbose: (b) => b.asVerbose().tryConsume(1),
+  };
+  for (const value of [1.5, NaN, -Infinity, 'now', 2 ** 60, meterFailure]) {
+    for (const [name, operation] of Object.entries(operations)) {
+      bad = value;
+      const expected = value === meterFailure ? (e) => e === meterFailure : { name: 'EdgeBucketError', code: 'INVALID_ARGUMENT' };
+      assert.throws(() => operation(bucket), expected, `${name} at ${String(value)}`);
+      await assert.rejects(bucket.asScheduler().tryConsume(1, '1s'), expected, `scheduler at ${String(value)}`);
+      bad = null;
+      assert.equal(bucket.getAvailableTokens(), 7, `${name} at ${String(value)} changed nothing`);
+      assert.equal(bucket.getConfiguration().toJSON().bandwidths[0].capacity, 10);
+    }
+  }
+});

@@ -453,3 +453,43 @@ test('waits longer than setTimeout allows are chained', async (t) => {
   await waiting;
   assert.equal(done, true);
 });
+
+test('a wait beyond 2^53 ns (a BigInt) is waited in full, and an abort returns its tokens', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const DAY_MS = 86_400_000;
+  const wait = 200n * BigInt(DAY_MS) * 1_000_000n; // 200 days in nanoseconds, past 2^53
+  // Mocked timers run a timer set inside a tick from the tick's end; real ones do not. Ticking
+  // one longest timer at a time keeps the chained timers (timers.js) on time.
+  const advance = async (ms) => {
+    for (let left = ms; left > 0; left -= 2 ** 31 - 1) {
+      t.mock.timers.tick(Math.min(left, 2 ** 31 - 1));
+      await Promise.resolve();
+    }
+  };
+  const clock = { t: 0 };
+  const delays = [];
+  const bucket = Bucket.builder()
+    .addLimit((l) => l.capacity(1).refillGreedy(1, '200 days'))
+    .withCustomTimeMeter(() => clock.t)
+    .build()
+    .toListenable({ onDelayed: (nanos) => delays.push(nanos) });
+  bucket.tryConsume(1);
+  let done = false;
+  const waiting = bucket.asScheduler().consume(1).then(() => { done = true; });
+  assert.deepEqual(delays, [wait], 'the wait, exactly, as a BigInt');
+  await advance(200 * DAY_MS - 1);
+  assert.equal(done, false, 'never early');
+  await advance(2);
+  await waiting;
+  assert.equal(done, true);
+
+  // 200 days on, the bucket is empty (its debt paid). A second wait, aborted, returns its
+  // token: one more token is then 200 days away again, not 400.
+  clock.t = wait;
+  const controller = new AbortController();
+  const aborted = bucket.asScheduler().consume(1, { signal: controller.signal });
+  assert.deepEqual(delays, [wait, wait]);
+  controller.abort();
+  await assert.rejects(aborted, { name: 'AbortError' });
+  assert.equal(bucket.estimateAbilityToConsume(1).nanosToWaitForRefill, wait);
+});

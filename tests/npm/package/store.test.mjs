@@ -85,6 +85,18 @@ test('expiry is eventual, and forgets what Bucket4j forgets: initial tokens belo
   assert.equal(store.getAvailableTokens('k'), 0, 'a fresh bucket again');
 });
 
+test('a key that spent initial tokens above its capacity never expires: its burst does not come back', () => {
+  const { store, clock } = manual({ configuration: limit(10, 10, (l) => l.initialTokens(100)) });
+  assert.equal(store.tryConsume('fresh', 1), true);
+  assert.equal(store.tryConsume('spent', 95), true);
+  clock.t = 3600 * SEC; // both back at capacity long ago
+  assert.equal(store.removeExpired(), 0);
+  assert.equal(store.tryConsume('spent', 11), false, 'refill stops at capacity; no second burst');
+  assert.equal(store.tryConsume('fresh', 99), true, '99 of its 100 left');
+  assert.equal(store.removeExpired(), 0);
+  assert.equal(store.size, 2);
+});
+
 test('insertions sweep expired keys a few at a time', () => {
   const { store, clock } = manual({ configuration: limit(10, 10) });
   for (const key of ['a', 'b', 'c', 'd']) store.tryConsume(key, 1);
