@@ -67,7 +67,7 @@ pub fn start(req: &Incoming, settings: &Settings, started: f64) -> Step {
     };
     let key = match routes::bucket_key(route, &captures, |name| req.header(name)) {
         Ok(key) => key,
-        Err(error) => return own(req, settings, respond::counted_problem(&error)),
+        Err(error) => return own(req, settings, respond::counted_challenge(&error, route.key.challenge())),
     };
     let command = Command::Consume { policy: route.policy.clone(), tokens: route.cost, mode: Mode::Try };
     let pending =

@@ -81,14 +81,27 @@ pub fn json<T: Serialize>(status: u16, body: &T, headers: Vec<(&'static str, Str
 /// [`problem`] for an error answered outright, counted in the metrics by its code (a decision's
 /// error is counted with its log line instead).
 pub fn counted_problem(error: &ApiError) -> Answer {
-    metrics::with(|m| m.error(&error.code));
-    problem(error)
+    counted_challenge(error, BEARER.to_owned())
 }
 
-/// The problem document of `error`, with `WWW-Authenticate` for 401 and `Allow` for 405.
+/// [`counted_problem`] with `challenge` as a 401's `WWW-Authenticate`, for a credential that does
+/// not go in `Authorization: Bearer` (a gateway route's API key in its own header).
+pub fn counted_challenge(error: &ApiError, challenge: String) -> Answer {
+    metrics::with(|m| m.error(&error.code));
+    challenged_problem(error, challenge)
+}
+
+/// How the admin and service endpoints take their tokens: `Authorization: Bearer`.
+const BEARER: &str = "Bearer";
+
+/// The problem document of `error`, with `WWW-Authenticate: Bearer` for 401 and `Allow` for 405.
 pub fn problem(error: &ApiError) -> Answer {
+    challenged_problem(error, BEARER.to_owned())
+}
+
+fn challenged_problem(error: &ApiError, challenge: String) -> Answer {
     let extra = match error.status {
-        401 => vec![("WWW-Authenticate", "Bearer".to_owned())],
+        401 => vec![("WWW-Authenticate", challenge)],
         // api::method_not_allowed writes the methods as "allowed: GET, DELETE".
         405 => vec![("Allow", error.message.trim_start_matches("allowed: ").to_owned())],
         _ => Vec::new(),

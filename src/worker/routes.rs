@@ -70,6 +70,19 @@ impl KeySource {
             _ => None,
         }
     }
+
+    /// The `WWW-Authenticate` challenge for a request without its API key: `Bearer` when the key
+    /// goes in `Authorization`, else `ApiKey header="<name>"`. No registered scheme names a key
+    /// in a header of its own, and a 401 must carry some challenge (RFC 9110, 11.6.1); this one
+    /// says where the key goes.
+    pub fn challenge(&self) -> String {
+        match self {
+            KeySource::ApiKey { header } if !header.eq_ignore_ascii_case("Authorization") => {
+                format!("ApiKey header=\"{header}\"")
+            }
+            _ => "Bearer".into(),
+        }
+    }
 }
 
 fn default_ipv6_prefix() -> u8 {
@@ -678,6 +691,9 @@ mod tests {
         }
         let parts = at("/k");
         let (route, captures) = find(&table, Method::Plain("GET"), &parts).unwrap();
+        assert_eq!(route.key.challenge(), "Bearer", "the key goes in Authorization");
+        let own_header = KeySource::ApiKey { header: "X-API-Key".into() };
+        assert_eq!(own_header.challenge(), r#"ApiKey header="X-API-Key""#);
         for empty in ["", "Bearer ", "Bearer  "] {
             let refused = bucket_key(route, &captures, |_| Some(empty.to_owned())).unwrap_err();
             assert_eq!(refused.code, "MISSING_API_KEY", "{empty:?}");

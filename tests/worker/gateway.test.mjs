@@ -169,6 +169,10 @@ test('keys come from a path segment, a hashed API key, the client IP, or a const
   const missing = await w.call('/keyed');
   assert.equal(missing.status, 401);
   assert.equal((await missing.json()).code, 'MISSING_API_KEY');
+  assert.equal(missing.headers.get('www-authenticate'), 'ApiKey header="X-API-Key"', 'a challenge that says where the key goes');
+  const noBearer = await w.call('/bearer');
+  assert.equal(noBearer.status, 401);
+  assert.equal(noBearer.headers.get('www-authenticate'), 'Bearer');
 
   const byIp = await w.call('/by-ip');
   assert.equal(byIp.status, 200);
