@@ -151,9 +151,13 @@ export class RequestQueue {
           this.#run(entry, grant.ticket);
           continue;
         }
-        held.set(entry.scope, grant);
-        const wait = Number.isFinite(grant.wait) ? grant.wait : (grant.recheck ?? Infinity);
-        if (this.#hold(entry, grant, this.#now())) wakeAt = Math.min(wakeAt, this.#now() + wait);
+        // Only a wait that stays holds its scope: one that times out now leaves the entries
+        // behind it to ask for themselves (else they would wait on it with no timer set).
+        if (this.#hold(entry, grant, this.#now())) {
+          held.set(entry.scope, grant);
+          const wait = Number.isFinite(grant.wait) ? grant.wait : (grant.recheck ?? Infinity);
+          wakeAt = Math.min(wakeAt, this.#now() + wait);
+        }
       }
       this.#wakeAt(wakeAt);
     } while (this.#again && !this.#closed);

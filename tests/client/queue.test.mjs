@@ -130,3 +130,38 @@ test('a grant for an entry that left while it was decided is refunded, never use
   await settle();
   assert.deepEqual(refunded, ['T']);
 });
+
+test('a first wait that times out at once does not hold its scope: the entries behind it ask for themselves', async (t) => {
+  // A real clock: the wake-up timer, not another add, must start the second entry.
+  const started = performance.now();
+  const now = () => performance.now() - started;
+  const ran = [];
+  const timedOut = [];
+  const queue = new RequestQueue({
+    concurrency: 1,
+    now,
+    refund: () => {},
+    // 5 tokens are 500 ms away, 1 token 50 ms.
+    acquire: (entry) => (now() >= 50 ? { ok: true, ticket: entry.seq } : { ok: false, wait: entry.cost === 5 ? 500 : 50, reason: 'policy' }),
+  });
+  t.after(() => queue.close());
+  const entry = (seq, cost, deadline, priority) => ({
+    seq,
+    cost,
+    priority,
+    scope: 'one scope',
+    notBefore: 0,
+    deadline,
+    start: (ticket) => void ran.push(ticket),
+    fail: (error) => assert.fail(error),
+    timedOut: () => void timedOut.push(seq),
+  });
+  // Added second but first in line, so one pass looks at both: entry 1 (500 ms to wait, 200 to
+  // go) times out at once; entry 2 (50 ms to wait, 300 to go) must then not be held by it.
+  queue.add(entry(2, 1, 300, 0));
+  queue.add(entry(1, 5, 200, 1));
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  assert.deepEqual(timedOut, [1]);
+  assert.deepEqual(ran, [2], 'the second entry ran on its own wake-up, before its deadline');
+  assert.equal(queue.size, 0);
+});
