@@ -23,8 +23,9 @@ const NANOS_PER_MS = 1e6;
 
 /**
  * A scope unused this long (and at least its longest window, when its limits would be full
- * again anyway) is forgotten with the limits only it used, so a server keyed by thousands of
- * partitions does not grow the client without bound. A forgotten scope probes again.
+ * again anyway, and the 429 learner's interval) is forgotten with the limits only it used, so a
+ * server keyed by thousands of partitions does not grow the client without bound. A forgotten
+ * scope probes again.
  */
 const IDLE_SCOPE_MS = 60_000;
 /** How often idle scopes are looked for, at most. */
@@ -108,9 +109,11 @@ export class Pacer {
   acquire(demand) {
     const now = this.#now();
     this.#expireTickets(now);
-    this.#sweep(now);
     const scope = this.#scope(demand);
+    // Marked used before the sweep: a scope asked for now is not idle, even if its last request
+    // was a minute ago (the 429 learner's slowest rate spaces requests that far apart).
     scope.lastUsed = now;
+    this.#sweep(now);
     if (this.#probe && !scope.known && scope.probe !== null) return this.#held(now, 'probe');
     let wait = 0;
     let reason = '';
@@ -501,7 +504,11 @@ export class Pacer {
     const busy = new Set([...this.#tickets.values()].map((record) => record.ticket.scope));
     for (const [key, scope] of this.#scopes) {
       const limits = this.#limitsOf(scope);
-      const idleFor = Math.max(IDLE_SCOPE_MS, ...limits.map((limit) => limit.window ?? limit.longestReset));
+      const idleFor = Math.max(
+        IDLE_SCOPE_MS,
+        this.#learnedInterval(scope),
+        ...limits.map((limit) => limit.window ?? limit.longestReset),
+      );
       const held = limits.some((limit) => limit.allowance !== null && limit.allowance.until > now);
       const idle = now - scope.lastUsed > idleFor && scope.blockedUntil <= now && scope.probe === null && !held;
       if (idle && !busy.has(key)) this.#scopes.delete(key);
@@ -511,6 +518,16 @@ export class Pacer {
     for (const [key, limit] of this.#limits) {
       if (!used.has(limit) && limit.inflight.size === 0) this.#limits.delete(key);
     }
+  }
+
+  /**
+   * The longest wait the 429 learner can impose between two requests (one interval at its rate,
+   * stretched by the most jitter), or 0 before it learned a rate. A scope waiting that long is
+   * not idle: forgetting it would forget the rate and start learning again with more 429s.
+   */
+  #learnedInterval(scope) {
+    const rate = scope.learner.rate;
+    return rate === undefined ? 0 : (1000 / rate) * (1 + this.#jitter);
   }
 
   // A ticket never handed back (its tab closed mid-request) stops counting as in flight.

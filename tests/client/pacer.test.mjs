@@ -629,9 +629,34 @@ test('idle scopes are forgotten with the limits only they used; busy ones are ke
   assert.equal(pacer.snapshot().scopes.length, 100);
   assert.equal(pacer.snapshot().limits.length, 100, 'no pk: one limit per scope');
   clock.t += 61_000;
-  learn(pacer, headers, 200, user(0)); // the sweep runs first; user 0 starts over with a probe
+  learn(pacer, headers, 200, user(0)); // the sweep runs as user 0 is asked for: user 0, in use again, is kept
   assert.deepEqual(pacer.snapshot().scopes.map((s) => s.scope).sort(), [`${ORIGIN} user0`, `${ORIGIN} user7`]);
   assert.equal(pacer.snapshot().limits.length, 2);
   pacer.observe(busy.ticket, 200, seen(headers));
   assert.equal(available(pacer, 'p'), 9);
+});
+
+test("a scope waiting on the 429 learner's slowest rate is not idle: the rate is kept, not learned again", () => {
+  // The most jitter: one request a minute waits 66 s, longer than IDLE_SCOPE_MS.
+  const { pacer, clock } = setup({ random: () => 0.9999, jitter: 0.1 });
+  const learnedRate = () => pacer.snapshot().scopes.find((s) => s.scope === ORIGIN)?.learnedRate;
+  const other = demand({ scope: `${ORIGIN} other` });
+  learn(pacer, {}, 200, other);
+  for (let i = 0; i < 40; i++) {
+    let grant = pacer.acquire(demand());
+    if (learnedRate() === 1 / 60) {
+      // Another scope's request sweeps while this one waits, and again as it goes.
+      clock.t += 61_000;
+      learn(pacer, {}, 200, other);
+      grant = pacer.acquire(demand());
+    }
+    while (!grant.ok) {
+      assert.notEqual(grant.reason, 'probe', `429 #${i}: the scope was forgotten and probes again`);
+      clock.t += grant.wait;
+      grant = pacer.acquire(demand());
+    }
+    clock.t += 10;
+    pacer.observe(grant.ticket, 429, seen({}));
+  }
+  assert.equal(learnedRate(), 1 / 60, 'still the slowest rate after 40 silent 429s');
 });
