@@ -154,7 +154,19 @@ export function createClient(options) {
       if (signal.aborted) throw drop(job, abortReason(signal), signal.reason);
       throw error;
     }
-    const observation = readHeaders(response.headers);
+    let observation;
+    try {
+      // Read like a Response, not checked with instanceof: a fetch from another realm or library
+      // (node-fetch, undici) returns a Response of its own class.
+      if (typeof response?.status !== 'number' || typeof response.headers !== 'object' || response.headers === null) {
+        throw new EdgeBucketError('INVALID_RESPONSE', 'options.fetch must resolve to a Response');
+      }
+      observation = readHeaders(response.headers);
+    } catch (error) {
+      pacer.release(ticket); // sent, so spent, though it taught nothing
+      job.done();
+      throw error;
+    }
     try {
       pacer.observe(ticket, response.status, observation);
     } finally {

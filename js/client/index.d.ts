@@ -1,6 +1,6 @@
 // Types of `edgebucket/client`. See docs/client.md.
 
-/** The package's error: `code` is stable (`INVALID_ARGUMENT`, `QUEUE_FULL`, `TIMEOUT`, `CLOSED`, …). */
+/** The package's error: `code` is stable (`INVALID_ARGUMENT`, `QUEUE_FULL`, `TIMEOUT`, `CLOSED`, `INVALID_RESPONSE`, …). */
 export declare class EdgeBucketError extends Error {
   constructor(code: string, message: string);
   readonly code: string;
@@ -36,6 +36,11 @@ export interface Observation {
   skew?: number;
   /** The response came from a cache (`Age` > 0): its rate-limit fields were ignored. */
   cached?: boolean;
+  /**
+   * `limits` are every policy that applies (draft-10 with a `RateLimit-Policy`): a policy seen
+   * before and missing here has been lifted.
+   */
+  complete?: boolean;
 }
 
 /**

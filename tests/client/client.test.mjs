@@ -97,6 +97,18 @@ test('a fetch given in the options is called as a plain function, as a browser\'
   assert.equal((await client('http://a.example/')).status, 200);
 });
 
+test('a fetch that resolves to no Response fails that request with INVALID_RESPONSE and frees its slot', async () => {
+  const answers = [undefined, { status: 200 }, new Response('ok')];
+  const client = createClient({ share: false, probe: false, concurrency: 1, fetch: async () => answers.shift() });
+  for (let i = 0; i < 2; i++) {
+    await assert.rejects(client('http://a.example/'), (e) => e instanceof EdgeBucketError && e.code === 'INVALID_RESPONSE');
+  }
+  // With concurrency 1, a slot kept by either failure would leave this one queued for good.
+  assert.equal((await client('http://a.example/')).status, 200);
+  assert.equal(client.stats().inFlight, 0);
+  client.close();
+});
+
 test('retry.methods match a custom method whatever its case', async () => {
   let calls = 0;
   const fetch = async () => (++calls === 1 ? new Response('', { status: 503, headers: { 'retry-after': '0' } }) : new Response('ok'));
