@@ -9,11 +9,13 @@ import { integerArg, ARG_TIME } from './runtime.js';
  * @property {number} originMillis added to `now()`, in milliseconds
  * @property {() => number} now the current time in the unit
  * @property {boolean} [isDateNow] `now` is `Date.now`
+ * @property {boolean} [realTime] `now` reads real time (the built-in clocks; a custom time meter
+ *   may be a manual clock)
  */
 
 /** Wall-clock milliseconds (`Date.now()`), Bucket4j's default precision. */
 export function millisecondClock() {
-  return { unitIsMillis: true, originMillis: 0, now: Date.now, isDateNow: true };
+  return { unitIsMillis: true, originMillis: 0, now: Date.now, isDateNow: true, realTime: true };
 }
 
 /**
@@ -34,7 +36,7 @@ export function nanosecondClock() {
     throw new EdgeBucketError('INVALID_ARGUMENT', 'nanosecond precision needs performance.now()');
   }
   const origin = performance.timeOrigin ?? Date.now() - performance.now();
-  return { unitIsMillis: true, originMillis: origin, now: () => performance.now() };
+  return { unitIsMillis: true, originMillis: origin, now: () => performance.now(), realTime: true };
 }
 
 /**

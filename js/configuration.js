@@ -1,8 +1,8 @@
 // Limits: the fluent builders produce the Rust core's JSON schema, which the core validates
 // (with serde-wasm-bindgen and humantime), so JS and Rust share one set of rules and one
 // duration parser.
-import { invalidArgument } from './errors.js';
-import { raw, describe, exactNumber } from './runtime.js';
+import { invalidArgument, EdgeBucketError } from './errors.js';
+import { raw, describe, exactNumber, isOddObject } from './runtime.js';
 
 /** How tokens carry over when a configuration is replaced (Bucket4j's names). */
 export const TokensInheritanceStrategy = Object.freeze({
@@ -48,6 +48,7 @@ export class BucketConfiguration {
 
   /** A configuration from the JSON schema (`{ bandwidths: [...] }`), checked by the core. */
   static fromJSON(spec) {
+    checkPeriods(spec);
     return new BucketConfiguration(new raw.RawConfiguration(spec));
   }
 
@@ -79,6 +80,21 @@ function exactNumbers(value) {
 }
 
 /** The wasm handle of a configuration (internal). */
+/** Refill periods that are not plain objects (see `isOddObject`); the core checks the rest. */
+function checkPeriods(spec) {
+  const bandwidths = spec?.bandwidths;
+  if (!Array.isArray(bandwidths)) return;
+  bandwidths.forEach((bandwidth, i) => {
+    const period = bandwidth?.refill?.period;
+    if (isOddObject(period)) {
+      throw new EdgeBucketError(
+        'INVALID_CONFIGURATION',
+        `invalid configuration: bandwidths[${i}].refill.period is milliseconds, a string or a plain object such as { seconds: 1 }, got ${describe(period)}`,
+      );
+    }
+  });
+}
+
 export function rawConfiguration(configuration) {
   if (!(configuration instanceof BucketConfiguration)) {
     throw invalidArgument(`expected a BucketConfiguration, got ${describe(configuration)}`);

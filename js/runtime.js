@@ -136,8 +136,24 @@ function keyTooLong(length) {
 
 /** A duration in the configuration schema's forms, read by the Rust core's parser, in nanoseconds. */
 export function durationNanos(duration) {
+  checkDurationShape(duration);
   raw.durationNanos(duration);
   return result(0);
+}
+
+/** Refuses a duration that is an object but not a plain one (see `isOddObject`) before Rust reads it. */
+export function checkDurationShape(duration) {
+  if (isOddObject(duration)) {
+    throw new EdgeBucketError('INVALID_DURATION', `a duration is milliseconds, a string or a plain object such as { seconds: 1 }, got ${describe(duration)}`);
+  }
+}
+
+/**
+ * An object that is not a plain one (a Date, RegExp, Map): serde reads only its own fields, and
+ * for a duration, whose parts all default to 0, none is zero rather than an error.
+ */
+export function isOddObject(value) {
+  return typeof value === 'object' && value !== null && Object.prototype.toString.call(value) !== '[object Object]';
 }
 
 export function describe(value) {

@@ -104,13 +104,21 @@ export class Scheduler {
         this.#leave(queue, reservation);
         reject(error);
       };
+      const due = () => {
+        // Node counts a timer from a clock cut to whole milliseconds, so it may fire up to a
+        // millisecond early. A built-in clock is real time: the wait ends once it has passed.
+        const left = this.#clock.realTime ? reservation.dueAt - realNow() : 0;
+        if (left > 0) {
+          reservation.cancel = after(Math.ceil(left), due);
+          return;
+        }
+        this.#leave(queue, reservation);
+        resolve();
+      };
       reservation.schedule = (wait) => {
         reservation.cancel();
         reservation.dueAt = realNow() + Number(wait) / 1e6;
-        reservation.cancel = after(timerMillis(wait), () => {
-          this.#leave(queue, reservation);
-          resolve();
-        });
+        reservation.cancel = after(timerMillis(wait), due);
       };
       if (signal?.aborted) {
         aborted();
@@ -247,7 +255,7 @@ function signalOption(options) {
   return signal;
 }
 
-/** `nanos` as timer milliseconds, rounded up: a wait never ends early. */
+/** `nanos` as timer milliseconds, rounded up (a timer that still fires early is waited out in `#wait`). */
 function timerMillis(nanos) {
   // A BigInt wait is beyond 2^53 ns; Number() may round it down, so add a millisecond.
   return Math.ceil(Number(nanos) / 1e6) + (typeof nanos === 'bigint' ? 1 : 0);

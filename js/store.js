@@ -1,7 +1,7 @@
 // Many buckets by key in wasm memory: the Rust core's BucketStore (Bucket4j's ProxyManager
 // idea, local). See src/core/store.rs for the memory layout, expiry and eviction.
 import { invalidArgument, knownOptions, EdgeBucketError } from './errors.js';
-import { raw, writeKey, tokensArg, fail, result, describe, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
+import { raw, writeKey, tokensArg, fail, result, describe, checkDurationShape, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
 import { BucketConfiguration, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
 import { clockOption, readClock } from './clock.js';
 import { consumptionProbe, estimationProbe } from './operations.js';
@@ -50,6 +50,7 @@ export class BucketStore {
       throw invalidArgument(`maxKeys must be a whole number or Infinity, got ${String(maxKeys)}`);
     }
     this.#clock = clockOption(clock);
+    checkDurationShape(idleGrace);
     this.#raw = new raw.RawStore(maxKeys, idleGrace, this.#clock.unitIsMillis, this.#clock.originMillis);
     this.configure({ configuration, version, strategy });
   }

@@ -43,6 +43,10 @@ test("rule violations keep the core's codes", () => {
   assert.throws(build((l) => l.capacity(5).refillGreedy(1, '1 fortnight')), code('INVALID_DURATION'));
   // A malformed object is a shape error of the whole configuration (serde), not a duration rule.
   assert.throws(build((l) => l.capacity(5).refillGreedy(1, { weeks: 1 })), code('INVALID_CONFIGURATION'));
+  // Not a plain object: serde would read a Date's (no) fields as a period of 0.
+  for (const period of [new Date(), /1s/, new Map([['seconds', 1]])]) {
+    assert.throws(build((l) => l.capacity(5).refillGreedy(1, period)), (e) => e.code === 'INVALID_CONFIGURATION' && /period/.test(e.message));
+  }
   assert.throws(build((l) => l.capacity(5).refillGreedy(2, '1ns')), code('TOO_HIGH_REFILL_RATE'));
   // A missing field is a shape error of the schema (serde), reported as such.
   assert.throws(build((l) => l.capacity(5)), (e) => e.code === 'INVALID_CONFIGURATION' && /refill/.test(e.message));

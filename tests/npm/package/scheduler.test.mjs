@@ -330,6 +330,10 @@ test('a bad maxWait rejects with EdgeBucketError and reserves nothing', async (t
     ['2 fortnights', 'INVALID_DURATION'],
     [{ seconds: 1.5 }, 'INVALID_DURATION'],
     [{ second: 1 }, 'INVALID_DURATION'],
+    // Objects without duration fields of their own, which serde alone would read as 0.
+    [new Date(), 'INVALID_DURATION'],
+    [/1s/, 'INVALID_DURATION'],
+    [new Map([['seconds', 1]]), 'INVALID_DURATION'],
   ];
   for (const [maxWait, code] of cases) {
     // 5 tokens are 200 ms away: any reading of a bad maxWait as a long one would reserve them.
@@ -492,4 +496,26 @@ test('a wait beyond 2^53 ns (a BigInt) is waited in full, and an abort returns i
   controller.abort();
   await assert.rejects(aborted, { name: 'AbortError' });
   assert.equal(bucket.estimateAbilityToConsume(1).nanosToWaitForRefill, wait);
+});
+
+test('a timer that fires early does not end a wait early on a built-in clock', async (t) => {
+  // Node's timers count from a clock cut to whole milliseconds and can fire up to 1 ms early.
+  // This setTimeout fires at half the delay, every time: the wait must still end on time.
+  const realSetTimeout = globalThis.setTimeout;
+  globalThis.setTimeout = (callback, ms, ...rest) => realSetTimeout(callback, ms / 2, ...rest);
+  t.after(() => {
+    globalThis.setTimeout = realSetTimeout;
+  });
+  for (const precise of [false, true]) {
+    const builder = Bucket.builder().addLimit((l) => l.capacity(100).refillGreedy(100, '1s'));
+    const bucket = (precise ? builder.withNanosecondPrecision() : builder).build();
+    bucket.consumeIgnoringRateLimits(105); // 5 in debt: 50 ms, and 10 more for the one awaited
+    let wait;
+    const scheduler = bucket.toListenable({ onDelayed: (nanos) => { wait = nanos; } }).asScheduler();
+    const started = performance.now();
+    await scheduler.consume(1);
+    const waited = performance.now() - started;
+    assert.ok(waited >= wait / MS, `${precise ? 'nanosecond' : 'millisecond'} clock: waited ${waited} ms of ${wait / MS}`);
+    assert.ok(bucket.getAvailableTokens() >= 0, 'the reserved tokens have refilled');
+  }
 });
