@@ -33,6 +33,12 @@ pub struct Effect {
     /// beyond capacity is refused by a full bucket, which idle expiry would otherwise delete
     /// before the retry. 0: nothing promised.
     pub promised_nanos: i64,
+    /// Whether a retry time promised before still holds: a consume or reservation on a bucket
+    /// that existed and kept its configuration. Its write must then not bring the idle deadline
+    /// forward: a bucket that spent its last token before a refill is full again at that
+    /// refill, sooner than a retry promised for a later one. A reset or a replacement (explicit,
+    /// or implicit by version) restarts the schedule the promise was made for.
+    pub keeps_promises: bool,
 }
 
 impl Held {
@@ -70,6 +76,7 @@ impl Held {
 /// `BUCKET_NOT_FOUND`, 409 `POLICY_MISMATCH`.
 pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, now: i64) -> Result<Effect, ApiError> {
     let existed = held.is_some();
+    let version_before = held.as_ref().map(|h| h.version);
     let (allowed, wait, changed) = match command {
         Command::Consume { policy, tokens, mode } => {
             under_policy(held, lookup(policies, policy)?, now, |bucket| consume(bucket, *tokens, *mode, now))?
@@ -110,7 +117,8 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
         }
     }
     if existed || changed {
-        return Ok(Effect { outcome, changed, promised_nanos });
+        let keeps_promises = command.is_decision() && version_before == Some(held_now.version);
+        return Ok(Effect { outcome, changed, promised_nanos, keeps_promises });
     }
     // Created only to answer: nothing moved. A full bucket (initial tokens at capacity) is not
     // kept: a fresh one later is the same, so the key stays unknown and nothing is written. One
@@ -124,7 +132,7 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
     if !keep {
         *held = None;
     }
-    Ok(Effect { outcome, changed: keep, promised_nanos })
+    Ok(Effect { outcome, changed: keep, promised_nanos, keeps_promises: false })
 }
 
 /// Runs `operation` on the bucket under `policy` (created or replaced first if need be) and
@@ -676,6 +684,24 @@ mod tests {
         let before = held.clone();
         let unknown = apply(&mut held, &Command::Replace { policy: "nope".into(), strategy: None }, &p, T0);
         assert_eq!((unknown.unwrap_err().code.as_str(), &held), ("UNKNOWN_POLICY", &before));
+    }
+
+    #[test]
+    fn only_decisions_under_the_same_configuration_keep_earlier_promises() {
+        let p = policies(1, 5);
+        let keeps = |held: &mut Option<Held>, command: &Command, policies: &Policies| {
+            apply(held, command, policies, T0).unwrap().keeps_promises
+        };
+        let reserve = Command::Reserve { policy: "api".into(), tokens: 8, max_wait_nanos: 250 * MS };
+        let mut held = None;
+        assert!(!keeps(&mut held, &consume(1, Mode::Try), &p), "a new bucket was promised nothing");
+        assert!(keeps(&mut held, &consume(1, Mode::Try), &p));
+        assert!(keeps(&mut held, &consume(9, Mode::IgnoreLimits), &p));
+        assert!(keeps(&mut held, &reserve, &p));
+        assert!(!keeps(&mut held, &consume(1, Mode::Try), &policies(2, 5)), "replaced by its version");
+        assert!(keeps(&mut held, &consume(1, Mode::Try), &policies(2, 5)), "then under the new one");
+        assert!(!keeps(&mut held, &Command::Reset, &p));
+        assert!(!keeps(&mut held, &Command::Replace { policy: "api".into(), strategy: None }, &p));
     }
 
     #[test]

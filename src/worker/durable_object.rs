@@ -126,6 +126,8 @@ impl BucketObject {
         // A deadline moved for a promise goes `slack` further than needed: a caller whose
         // refusals name a later moment each time then writes once per grace, not per refusal.
         let keep_until = if moves_deadline { (needed + slack).min(MAX_DATE_MILLIS) } else { needed };
+        // A promise made before still holds unless the schedule it was made for restarted.
+        let keep_until = if effect.keeps_promises { keep_until.max(self.idle_until.get()) } else { keep_until };
         if let Err(error) = self.persist(&settings, now, keep_until) {
             if effect.changed {
                 return Err(error);

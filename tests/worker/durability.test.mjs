@@ -171,3 +171,29 @@ test("a refused reservation's Retry-After holds: its bucket is kept past idle ex
     await w.stop();
   }
 });
+
+test("a consume after a refused reservation keeps the retry's promise: the bucket outlives its full refill", async () => {
+  // 5 tokens every 2 s. With 1 left, 12 reserved within 3 s need the third refill (6 s), so the
+  // reservation is refused and told to come back at 3 s, when the wait is 3 s. Spending the
+  // last token then makes the bucket full again at the first refill (2 s): without the promise,
+  // idle expiry would delete it at 2.5 s, and the retry would meet a fresh bucket, refused again.
+  const vars = { POLICIES: { stepwise: { idleGrace: '500ms', bandwidths: [intervally('b', 5, 5, '2s')] } } };
+  const w = await start({ vars });
+  try {
+    const consume = (tokens) => w.call('/v1/buckets/promise/consume', post({ policy: 'stepwise', tokens }));
+    const reserve = () => w.call('/v1/buckets/promise/reserve', post({ policy: 'stepwise', tokens: 12, maxWait: '3s' }));
+    assert.equal((await consume(4)).status, 200);
+    const refused = await reserve();
+    const retryAt = Date.now() + 3050;
+    assert.equal(refused.status, 429);
+    assert.equal(refused.headers.get('retry-after'), '3');
+    assert.equal((await consume(1)).status, 200, 'the last token');
+    const [alarm] = await w.logged((l) => l.event === 'idle-alarm');
+    assert.equal(alarm.outcome, 'kept', 'the alarm at full refill plus the grace keeps the promised bucket');
+    await sleep(retryAt - Date.now());
+    const retried = await reserve();
+    assert.equal(retried.status, 200, 'granted at the time promised');
+  } finally {
+    await w.stop();
+  }
+});
