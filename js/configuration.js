@@ -79,7 +79,6 @@ function exactNumbers(value) {
   return value;
 }
 
-/** The wasm handle of a configuration (internal). */
 /** Refill periods that are not plain objects (see `isOddObject`); the core checks the rest. */
 function checkPeriods(spec) {
   const bandwidths = spec?.bandwidths;
@@ -95,6 +94,7 @@ function checkPeriods(spec) {
   });
 }
 
+/** The wasm handle of a configuration (internal). */
 export function rawConfiguration(configuration) {
   if (!(configuration instanceof BucketConfiguration)) {
     throw invalidArgument(`expected a BucketConfiguration, got ${describe(configuration)}`);
