@@ -70,7 +70,7 @@ const EPOCH_MILLIS_FROM = 1e12;
 /**
  * Reads the rate-limit headers of a response. Never throws on header content.
  *
- * @param {Headers | Record<string, string | string[] | undefined> | {get(name: string): unknown} | null | undefined} headers
+ * @param {Headers | Record<string, string | string[] | undefined> | Map<string, string | string[] | undefined> | {get(name: string): unknown} | null | undefined} headers
  * @param {{ now?: number }} [options] `now`: the client's clock when the response arrived (epoch ms)
  * @returns {Observation}
  */
@@ -108,11 +108,14 @@ export function readHeaders(headers, { now = Date.now() } = {}) {
 
 function getter(headers) {
   if (headers == null || typeof headers !== 'object') return () => null;
-  if (typeof headers.get === 'function') {
+  // A Map has a `get` too, but one that matches names exactly, unlike Headers: its names are
+  // lower-cased like a record's.
+  const isMap = headers instanceof Map;
+  if (typeof headers.get === 'function' && !isMap) {
     return (name) => text(headers.get(name));
   }
   const byName = new Map();
-  for (const [name, value] of Object.entries(headers)) byName.set(name.toLowerCase(), value);
+  for (const [name, value] of isMap ? headers : Object.entries(headers)) byName.set(String(name).toLowerCase(), value);
   return (name) => text(byName.get(name));
 }
 

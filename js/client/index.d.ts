@@ -59,10 +59,17 @@ export declare const BOUNDS: Readonly<{
 /**
  * Reads a response's rate-limit headers in every dialect (draft-10, draft-7, draft-6,
  * `X-RateLimit-*`, `Retry-After`, `Date`). Malformed fields are ignored; it never throws on
- * header content.
+ * header content. Names are matched case-insensitively in a record or a `Map`; an object with
+ * its own `get` (other than a `Map`) is asked for lower-case names, as `Headers` is.
  */
 export declare function readHeaders(
-  headers: Headers | Record<string, string | string[] | undefined> | { get(name: string): unknown } | null | undefined,
+  headers:
+    | Headers
+    | Record<string, string | string[] | undefined>
+    | Map<string, string | string[] | undefined>
+    | { get(name: string): unknown }
+    | null
+    | undefined,
   options?: { now?: number },
 ): Observation;
 

@@ -184,8 +184,10 @@ for (const { name, headers, dialect, limits } of realWorld) {
     const seen = read(new Headers(headers));
     assert.equal(seen.dialect, dialect);
     assert.deepEqual(seen.limits, limits);
-    // A plain object (Node's IncomingHttpHeaders, axios) reads the same.
+    // A plain object (Node's IncomingHttpHeaders, axios) reads the same, and so does a Map
+    // with the names as sent (its own get would match them case-sensitively).
     assert.deepEqual(read(headers).limits, limits);
+    assert.deepEqual(read(new Map(Object.entries(headers))).limits, limits);
   });
 }
 
