@@ -55,14 +55,18 @@ bench-worker: worker-build
 	node benches/worker_load.mjs
 
 # --- The npm package (src/wasm/, js/, pkg/; docs/npm-package.md) ---
-.PHONY: npm-tools wasm-build wasm-lint package wasm-test npm-test bench-js
+.PHONY: npm-tools browser-tools wasm-build wasm-lint package wasm-test npm-test bench-js
 
 WASM_RELEASE := target/wasm32-unknown-unknown/release/edgebucket.wasm
 
-# wasm-bindgen-cli, the npm dev tools (binaryen's wasm-opt, esbuild, playwright-core, miniflare),
-# Debian's Chromium and chromedriver.
+# wasm-bindgen-cli and the npm dev tools (binaryen's wasm-opt, esbuild, playwright-core, miniflare).
 npm-tools: setup
-	scripts/tools.sh npm wasm-target wasm-bindgen chromium
+	scripts/tools.sh npm wasm-target wasm-bindgen
+
+# Debian's Chromium and chromedriver (apt-get, as root or with sudo): only the browser tests need
+# them, so building the package or running the demo never installs a browser.
+browser-tools:
+	scripts/tools.sh chromium
 
 ## The wasm behind the npm package.
 wasm-build: npm-tools
@@ -77,7 +81,7 @@ package: wasm-build
 	node scripts/npm-package.mjs $(WASM_RELEASE)
 
 ## The bindings' tests (wasm-bindgen-test), in Node and in headless Chromium.
-wasm-test: npm-tools
+wasm-test: npm-tools browser-tools
 	cargo test --target wasm32-unknown-unknown --features wasm --test wasm
 	WASM_BINDGEN_USE_BROWSER=1 cargo test --target wasm32-unknown-unknown --features wasm --test wasm
 
@@ -95,7 +99,7 @@ bench-js: package
 
 ## The client against the packed tarball: parser and model tests, a 20 s pacing run at 3x demand
 ## against a Node server enforcing the limit with edgebucket, ky and axios, two Chromium tabs.
-client-test: package
+client-test: package browser-tools
 	scripts/tools.sh node24
 	tests/client/run.sh
 

@@ -4,7 +4,7 @@
 # package's Bucket), the parser, the client against a real Node server enforcing the limit with
 # edgebucket (a 20 s pacing run), ky and axios, and two tabs in headless Chromium.
 #   tests/client/run.sh [bench] [path/to/edgebucket-<version>.tgz]
-# `bench` runs bench/client.mjs instead: pacing beside a reactive client, figures printed.
+# `bench` runs tests/client/bench.mjs instead: pacing beside a reactive client, figures printed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mode=test
