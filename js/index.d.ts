@@ -265,6 +265,11 @@ export interface StoreOptions {
   configuration: BucketConfiguration | ((key: Key) => BucketConfiguration);
   /** Default 1,000,000; from 1 to 2^32 - 1 (what wasm memory can address), or `Infinity` for no cap. */
   maxKeys?: number;
+  /**
+   * Default 2^30 (1 GiB); from 65,536 to 2^32, rounded up to 64 KiB: the most bytes of keys held.
+   * Past it a new key is refused with `KEY_SPACE_FULL`; existing keys carry on.
+   */
+  maxKeyBytes?: number;
   /** How long a full bucket is kept before it may be swept (default 0). Expiry is eventual. */
   idleGrace?: Duration;
   /** Configuration version, a whole number from 0 to 2^53 - 1 (default 0; left out in `configure`, the current one stays). */

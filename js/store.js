@@ -21,6 +21,10 @@ import { consumptionProbe, estimationProbe } from './operations.js';
  * - `maxKeys` (default 1,000,000): beyond it an insertion evicts a key (CLOCK: the first key
  *   under the hand that is expired or unused since the hand last passed). From 1 to 2^32 - 1,
  *   or `Infinity` for no cap.
+ * - `maxKeyBytes` (default 1 GiB): the most bytes of keys held (removed keys' until they are
+ *   reclaimed), from 65,536 to 2^32, rounded up to 64 KiB. Past it a new key is refused with
+ *   `KEY_SPACE_FULL` while existing keys carry on: it bounds the memory long keys from clients
+ *   could take, below the 4 GiB of wasm memory, whose exhaustion would break every bucket.
  * - `idleGrace` (default 0): a key expires once its bucket has been full that long (Bucket4j's
  *   expiry "time to refill to maximum" plus a grace). Expiry is eventual, as a TTL: insertions
  *   sweep a few keys each, eviction never spares an expired key, `removeExpired()` sweeps all. It is
@@ -43,15 +47,25 @@ export class BucketStore {
   #strategy = TokensInheritanceStrategy.RESET;
 
   constructor(options = {}) {
-    const known = ['configuration', 'maxKeys', 'idleGrace', 'version', 'strategy', 'clock'];
-    const { configuration, maxKeys = 1_000_000, idleGrace = 0, version = 0, strategy = TokensInheritanceStrategy.RESET, clock } =
-      knownOptions(options, known, 'new BucketStore');
+    const known = ['configuration', 'maxKeys', 'maxKeyBytes', 'idleGrace', 'version', 'strategy', 'clock'];
+    const {
+      configuration,
+      maxKeys = 1_000_000,
+      maxKeyBytes = 2 ** 30,
+      idleGrace = 0,
+      version = 0,
+      strategy = TokensInheritanceStrategy.RESET,
+      clock,
+    } = knownOptions(options, known, 'new BucketStore');
     if (maxKeys !== Infinity && !Number.isSafeInteger(maxKeys)) {
       throw invalidArgument(`maxKeys must be a whole number or Infinity, got ${String(maxKeys)}`);
     }
+    if (!Number.isSafeInteger(maxKeyBytes)) {
+      throw invalidArgument(`maxKeyBytes must be a whole number, got ${describe(maxKeyBytes)}`);
+    }
     this.#clock = clockOption(clock);
     checkDurationShape(idleGrace);
-    this.#raw = new raw.RawStore(maxKeys, idleGrace, this.#clock.unitIsMillis, this.#clock.originMillis);
+    this.#raw = new raw.RawStore(maxKeys, maxKeyBytes, idleGrace, this.#clock.unitIsMillis, this.#clock.originMillis);
     this.configure({ configuration, version, strategy });
   }
 
@@ -160,7 +174,8 @@ export class BucketStore {
   }
 
   #supply(key) {
-    const configuration = this.#supplier(key);
+    // A copy of a byte key: a supplier that changed the caller's bytes would change the key.
+    const configuration = this.#supplier(key instanceof Uint8Array ? key.slice() : key);
     this.#raw.supply(writeKey(key), rawConfiguration(configuration), readClock(this.#clock));
   }
 }

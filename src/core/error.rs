@@ -146,9 +146,11 @@ pub enum Error {
         /// The longest key accepted.
         max: usize,
     },
-    /// A [`BucketStore`](crate::BucketStore)'s keys fill the bytes it can address, even after
-    /// reclaiming removed keys' bytes.
-    #[error("the store's keys fill its key space of {max_bytes} bytes; remove keys or lower max_keys")]
+    /// A [`BucketStore`](crate::BucketStore)'s keys fill its `max_key_bytes`, even after
+    /// reclaiming removed keys' bytes: a new key is refused, existing keys carry on.
+    #[error(
+        "the store's keys fill its key space of {max_bytes} bytes; remove keys, lower max_keys or raise max_key_bytes"
+    )]
     KeySpaceFull {
         /// The key bytes a store can hold.
         max_bytes: u64,

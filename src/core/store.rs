@@ -29,6 +29,8 @@
 //!   passed. An unused key can go before an expired one further on (finding every expired key
 //!   would cost a scan of the store). An evicted key starts afresh, so a cap that is too small
 //!   loosens limits; size it for the working set.
+//! - **Key bytes**: past [`StoreOptions::max_key_bytes`] a new key is refused with
+//!   [`Error::KeySpaceFull`] instead, as the bytes of long keys are what a count does not bound.
 //!
 //! ```
 //! use std::time::Duration;
@@ -65,8 +67,8 @@ use super::replacement::{replace, TokensInheritanceStrategy};
 use super::state::BandwidthState;
 use super::token_bucket as ops;
 use configurations::Configurations;
-pub use key_arena::MAX_KEY_BYTES;
-use key_arena::{KeyArena, KEY_SPACE_BYTES};
+use key_arena::KeyArena;
+pub use key_arena::{KEY_SPACE_BYTES, MAX_KEY_BYTES};
 use key_hasher::KeyHasher;
 use slots::{ExtraStates, PackedState, Slots};
 
@@ -77,6 +79,13 @@ pub struct StoreOptions {
     pub max_keys: usize,
     /// How long a key is kept after its bucket is full again. Default 0.
     pub idle_grace: Duration,
+    /// The most bytes of keys held, removed keys' included until compaction reclaims them,
+    /// rounded up to whole 64 KiB chunks: from 64 KiB to [`KEY_SPACE_BYTES`] (4 GiB, the
+    /// default). Past it a new key is refused with [`Error::KeySpaceFull`] (existing keys carry
+    /// on), where `max_keys` would evict: it bounds memory that long keys, which often come from
+    /// clients, could otherwise take. On wasm32 all memory is 4 GiB, so the bindings default to
+    /// less (1 GiB).
+    pub max_key_bytes: u64,
     /// The secret every seed of the key hash comes from. Keys often come from clients, so
     /// hosts should pass a random one (the wasm bindings use `getrandom`): with a known secret,
     /// such as the default 0, keys that all collide can be computed in advance.
@@ -85,7 +94,7 @@ pub struct StoreOptions {
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        StoreOptions { max_keys: 1_000_000, idle_grace: Duration::ZERO, hash_seed: 0 }
+        StoreOptions { max_keys: 1_000_000, idle_grace: Duration::ZERO, max_key_bytes: KEY_SPACE_BYTES, hash_seed: 0 }
     }
 }
 
@@ -115,16 +124,20 @@ impl BucketStore {
     /// An empty store with no configuration yet (see [`BucketStore::configure`]).
     ///
     /// # Errors
-    /// [`Error::InvalidConfiguration`] when `max_keys` is 0.
+    /// [`Error::InvalidConfiguration`] when `max_keys` is 0 or `max_key_bytes` is outside
+    /// 64 KiB to [`KEY_SPACE_BYTES`].
     pub fn new(options: StoreOptions) -> Result<Self> {
         if options.max_keys == 0 {
             return Err(Error::InvalidConfiguration { reason: "a store needs max_keys of at least 1".into() });
         }
+        let keys = KeyArena::with_max_bytes(options.max_key_bytes).ok_or_else(|| Error::InvalidConfiguration {
+            reason: format!("max_key_bytes must be from {} to {KEY_SPACE_BYTES}", MAX_KEY_BYTES + 1),
+        })?;
         Ok(BucketStore {
             index: HashTable::new(),
             hasher: KeyHasher::new(options.hash_seed),
             slots: Slots::default(),
-            keys: KeyArena::default(),
+            keys,
             extra: ExtraStates::default(),
             configurations: Configurations::default(),
             default: None,
@@ -395,7 +408,7 @@ impl BucketStore {
         if self.keys.has_room(len) {
             Ok(())
         } else {
-            Err(Error::KeySpaceFull { max_bytes: KEY_SPACE_BYTES })
+            Err(Error::KeySpaceFull { max_bytes: self.keys.max_bytes() })
         }
     }
 
@@ -466,7 +479,9 @@ impl BucketStore {
     fn compact_keys(&mut self) {
         let slots = &self.slots;
         let mut live: Vec<u32> = (0..slots.high_water()).filter(|&id| slots.get(id).is_live()).collect();
-        live.sort_unstable_by_key(|&id| slots.get(id).key);
+        // By position, then length: an empty key shares its position with the key inserted
+        // after it, and copied after that key it could need a chunk of its own.
+        live.sort_unstable_by_key(|&id| (slots.get(id).key, slots.get(id).key_len));
         let empty = self.keys.emptied();
         let old = std::mem::replace(&mut self.keys, empty);
         for id in live {
@@ -698,15 +713,34 @@ mod tests {
         assert!(!store.contains_key(b"d") && store.contains_key(b"c"));
     }
 
+    /// A store of ten greedy keys whose key space is `max_key_bytes`.
+    fn bounded(max_key_bytes: u64) -> BucketStore {
+        let mut store =
+            BucketStore::new(StoreOptions { max_keys: 10, max_key_bytes, ..StoreOptions::default() }).unwrap();
+        store.configure(Some(greedy(10, 1)), 0, TokensInheritanceStrategy::AsIs);
+        store
+    }
+
+    #[test]
+    fn max_key_bytes_is_whole_chunks_from_one_to_the_key_space() {
+        for bad in [0, 65_535, KEY_SPACE_BYTES + 1, u64::MAX] {
+            let options = StoreOptions { max_key_bytes: bad, ..StoreOptions::default() };
+            let refused = BucketStore::new(options).unwrap_err();
+            assert_eq!(refused.code(), "INVALID_CONFIGURATION", "{bad}");
+        }
+        assert_eq!(bounded(65_536).keys.max_bytes(), 65_536);
+        assert_eq!(bounded(65_537).keys.max_bytes(), 131_072, "rounded up to whole chunks");
+        assert_eq!(bounded(KEY_SPACE_BYTES).keys.max_bytes(), KEY_SPACE_BYTES);
+    }
+
     #[test]
     fn a_full_key_space_refuses_new_keys_and_changes_nothing() {
-        let mut store = store(10, Some(greedy(10, 1)));
-        store.keys = KeyArena::with_max_chunks(1); // 64 KiB instead of 4 GiB
+        let mut store = bounded(65_536); // one chunk
         let big = |c: u8| vec![c; 30_000];
         store.try_consume(&big(b'a'), 1, 0).unwrap();
         store.try_consume(&big(b'b'), 1, 0).unwrap();
         let refused = store.try_consume(&big(b'c'), 1, 0).unwrap_err();
-        assert_eq!(refused, Error::KeySpaceFull { max_bytes: KEY_SPACE_BYTES });
+        assert_eq!(refused, Error::KeySpaceFull { max_bytes: 65_536 });
         assert_eq!(refused.code(), "KEY_SPACE_FULL");
         assert_eq!(store.len(), 2);
         assert!(!store.contains_key(&big(b'c')));
@@ -720,8 +754,7 @@ mod tests {
 
     #[test]
     fn compaction_of_a_full_key_space_never_needs_more_chunks() {
-        let mut store = store(10, Some(greedy(10, 1)));
-        store.keys = KeyArena::with_max_chunks(2);
+        let mut store = bounded(2 << 16);
         let key = |c: u8, n: usize| vec![c; n];
         store.try_consume(&key(b'a', 33_000), 1, 0).unwrap(); // slot 0, chunk 0
         store.try_consume(&key(b'g', 1), 1, 0).unwrap(); // slot 1
@@ -732,11 +765,30 @@ mod tests {
 
         // Full: compaction runs, and in slot order (a, c, b, d) it would need a third chunk.
         let refused = store.try_consume(b"z", 1, 0);
-        assert_eq!(refused, Err(Error::KeySpaceFull { max_bytes: KEY_SPACE_BYTES }));
+        assert_eq!(refused, Err(Error::KeySpaceFull { max_bytes: 2 << 16 }));
         for (c, n) in [(b'a', 33_000), (b'b', 32_535), (b'c', 33_000), (b'd', 32_536)] {
             assert_eq!(store.get_available_tokens(&key(c, n), 0), Ok(Some(9)), "key {} kept", c as char);
         }
         assert_eq!(store.len(), 4);
+    }
+
+    #[test]
+    fn compaction_copies_an_empty_key_before_the_key_at_its_position() {
+        // An empty key takes no bytes, so the key inserted after it starts where it is. Copied
+        // after that key, which fills its chunk, the empty key would need a third chunk.
+        let mut store = bounded(2 << 16);
+        let key = |c: u8, n: usize| vec![c; n];
+        store.try_consume(b"g", 1, 0).unwrap(); // slot 0, chunk 0 at 0
+        store.try_consume(&key(b'a', 65_535), 1, 0).unwrap(); // slot 1: chunk 0 is full
+        store.try_consume(b"bb", 1, 0).unwrap(); // slot 2, chunk 1 at 0
+        store.try_consume(b"", 1, 0).unwrap(); // slot 3, chunk 1 at 2
+        assert!(store.remove(b"g")); // one byte of garbage; slot 0 is free
+        store.try_consume(&key(b'k', 65_534), 1, 0).unwrap(); // slot 0, chunk 1 at 2: full
+
+        assert_eq!(store.try_consume(b"z", 1, 0), Err(Error::KeySpaceFull { max_bytes: 2 << 16 }));
+        for k in [&key(b'a', 65_535)[..], b"bb", b"", &key(b'k', 65_534)] {
+            assert_eq!(store.get_available_tokens(k, 0), Ok(Some(9)), "a key of {} bytes kept", k.len());
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ use super::exchange::{
     integer, put, put_nanos, with_key, ARG_TOKENS, STATUS_ERROR, STATUS_FALSE, STATUS_NEEDS_CONFIGURATION, STATUS_TRUE,
 };
 use super::time::{duration_nanos, Clock};
+use crate::core::store::{KEY_SPACE_BYTES, MAX_KEY_BYTES};
 use crate::{BucketStore, StoreOptions, TokensInheritanceStrategy};
 
 /// A store held in wasm memory.
@@ -60,21 +61,32 @@ fn key_cap(max_keys: i64) -> Result<usize, BindingError> {
     })
 }
 
+/// `maxKeyBytes`: 64 KiB to 4 GiB ([`KEY_SPACE_BYTES`]), which the core rounds up to whole 64 KiB chunks.
+fn key_bytes_cap(max_key_bytes: f64) -> Result<u64, BindingError> {
+    let bytes = integer(max_key_bytes, 0, "maxKeyBytes")?;
+    u64::try_from(bytes).ok().filter(|n| (MAX_KEY_BYTES as u64 + 1..=KEY_SPACE_BYTES).contains(n)).ok_or_else(|| {
+        let min = MAX_KEY_BYTES + 1;
+        BindingError::InvalidArgument(format!("maxKeyBytes must be from {min} to {KEY_SPACE_BYTES}, got {bytes}"))
+    })
+}
+
 #[wasm_bindgen(js_class = RawStore)]
 impl RawStore {
-    /// An empty store of at most `max_keys` keys (`Infinity`: no cap) whose keys are kept
-    /// `idle_grace` (a duration) after they are full again; times as for
-    /// [`RawBucket::new`](super::bucket::RawBucket::new).
+    /// An empty store of at most `max_keys` keys (`Infinity`: no cap) and `max_key_bytes` of
+    /// key bytes, whose keys are kept `idle_grace` (a duration) after they are full again; times
+    /// as for [`RawBucket::new`](super::bucket::RawBucket::new).
     #[wasm_bindgen(constructor)]
     pub fn new(
         max_keys: f64,
+        max_key_bytes: f64,
         idle_grace: JsValue,
         unit_is_millis: bool,
         origin_millis: f64,
     ) -> Result<RawStore, JsValue> {
         let max_keys = if max_keys == f64::INFINITY { usize::MAX } else { key_cap(integer(max_keys, 0, "maxKeys")?)? };
+        let max_key_bytes = key_bytes_cap(max_key_bytes)?;
         let idle_grace = Duration::from_nanos(duration_nanos(idle_grace)? as u64);
-        let options = StoreOptions { max_keys, idle_grace, hash_seed: hash_seed() };
+        let options = StoreOptions { max_keys, idle_grace, max_key_bytes, hash_seed: hash_seed() };
         let store = BucketStore::new(options).map_err(BindingError::from)?;
         Ok(RawStore { store, clock: Clock::new(unit_is_millis, origin_millis)? })
     }

@@ -175,7 +175,8 @@ fn durations_are_read_by_the_core_parser() {
 
 #[wasm_bindgen_test]
 fn a_store_asks_for_configurations_it_lacks() {
-    let mut store = RawStore::new(f64::INFINITY, 0.into(), false, 0.0).unwrap();
+    const GIB: f64 = 1_073_741_824.0;
+    let mut store = RawStore::new(f64::INFINITY, GIB, 0.into(), false, 0.0).unwrap();
     store.configure_supplied(0.0, "RESET").unwrap();
     let key = write_key("alice");
     assert_eq!(store.try_consume(key, 1.0, 0.0), STATUS_NEEDS_CONFIGURATION);
@@ -189,9 +190,16 @@ fn a_store_asks_for_configurations_it_lacks() {
     assert_eq!(code_of(&store.configure_supplied(1.0, "SOMETIMES").unwrap_err()), "INVALID_ARGUMENT");
     for max_keys in [0.0, -1.0, 4_294_967_297.0] {
         assert_eq!(
-            code_of(&RawStore::new(max_keys, 0.into(), false, 0.0).unwrap_err()),
+            code_of(&RawStore::new(max_keys, GIB, 0.into(), false, 0.0).unwrap_err()),
             "INVALID_ARGUMENT",
             "{max_keys}"
+        );
+    }
+    for max_key_bytes in [65_535.0, 4.0 * GIB + 1.0, f64::NAN, -GIB] {
+        assert_eq!(
+            code_of(&RawStore::new(10.0, max_key_bytes, 0.into(), false, 0.0).unwrap_err()),
+            "INVALID_ARGUMENT",
+            "{max_key_bytes}"
         );
     }
 }

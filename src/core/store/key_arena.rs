@@ -42,6 +42,19 @@ impl KeyArena {
         KeyArena { chunks: Vec::new(), live: 0, garbage: 0, max_chunks: max_chunks.min(MAX_CHUNKS) }
     }
 
+    /// An empty arena of at most `max_bytes`, rounded up to whole chunks; `None` outside one
+    /// chunk to [`KEY_SPACE_BYTES`].
+    pub(crate) fn with_max_bytes(max_bytes: u64) -> Option<Self> {
+        let chunks = max_bytes.div_ceil(CHUNK_BYTES as u64);
+        (max_bytes >= CHUNK_BYTES as u64 && max_bytes <= KEY_SPACE_BYTES)
+            .then(|| KeyArena::with_max_chunks(chunks as usize))
+    }
+
+    /// The bytes it can hold.
+    pub(crate) fn max_bytes(&self) -> u64 {
+        self.max_chunks as u64 * CHUNK_BYTES as u64
+    }
+
     /// An empty arena with the same limit, for compaction.
     pub(crate) fn emptied(&self) -> Self {
         KeyArena::with_max_chunks(self.max_chunks)

@@ -52,6 +52,16 @@ test('a supplier is called only for new keys', () => {
   assert.deepEqual(calls, ['premium:a', 'free:b']);
 });
 
+test("a supplier gets a copy of a byte key: changing it changes nothing", () => {
+  const store = new BucketStore({ configuration: (key) => { key[0] = 9; return limit(2, 1); } });
+  const key = new Uint8Array([1, 2, 3]);
+  assert.equal(store.tryConsume(key, 1), true);
+  assert.deepEqual([...key], [1, 2, 3]);
+  assert.equal(store.has(new Uint8Array([1, 2, 3])), true);
+  assert.equal(store.has(new Uint8Array([9, 2, 3])), false);
+  assert.equal(store.getAvailableTokens(key), 1);
+});
+
 test('a supplier may use the store, and its errors change nothing', () => {
   const store = new BucketStore({ configuration: () => { store.has('x'); return limit(1, 1); } });
   assert.equal(store.tryConsume('k', 1), true);
@@ -184,6 +194,11 @@ test('bad arguments throw EdgeBucketError and change nothing', () => {
     // Not wrapped modulo 2^32 into a cap of 1 key (wasm addresses at most 2^32 - 1).
     [() => new BucketStore({ configuration: limit(1, 1), maxKeys: 2 ** 32 + 1 }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({ configuration: limit(1, 1), maxKeys: 1.5 }), 'INVALID_ARGUMENT'],
+    [() => new BucketStore({ configuration: limit(1, 1), maxKeyBytes: 65535 }), 'INVALID_ARGUMENT'],
+    [() => new BucketStore({ configuration: limit(1, 1), maxKeyBytes: 2 ** 32 + 1 }), 'INVALID_ARGUMENT'],
+    [() => new BucketStore({ configuration: limit(1, 1), maxKeyBytes: 2 ** 20 + 0.5 }), 'INVALID_ARGUMENT'],
+    [() => new BucketStore({ configuration: limit(1, 1), maxKeyBytes: '1GB' }), 'INVALID_ARGUMENT'],
+    [() => new BucketStore({ configuration: limit(1, 1), maxKeyBytes: 2n ** 20n }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({ configuration: limit(1, 1), idleGrace: 'soon' }), 'INVALID_DURATION'],
     [() => new BucketStore({ configuration: limit(1, 1), idleGrace: new Date() }), 'INVALID_DURATION'],
     [() => new BucketStore({ configuration: limit(1, 1), clock: 'sundial' }), 'INVALID_ARGUMENT'],
@@ -200,6 +215,47 @@ test('bad arguments throw EdgeBucketError and change nothing', () => {
   assert.equal(store.getAvailableTokens('k'), 3);
   assert.equal(store.size, 1, 'no key was created by a failed operation');
   assert.equal(store.tryConsume('x'.repeat(65535), 1), true, 'the longest key');
+});
+
+test('past maxKeyBytes a new key is refused with KEY_SPACE_FULL and existing keys carry on', () => {
+  const { store } = manual({ configuration: limit(3, 1), maxKeyBytes: 65536 });
+  const key = (c) => c.repeat(30_000);
+  assert.equal(store.tryConsume(key('a'), 1), true);
+  assert.equal(store.tryConsume(key('b'), 1), true);
+  assert.throws(() => store.tryConsume(key('c'), 1), (e) => e instanceof EdgeBucketError && e.code === 'KEY_SPACE_FULL');
+  assert.equal(store.size, 2);
+  assert.equal(store.has(key('c')), false);
+  assert.equal(store.getAvailableTokens(key('a')), 2);
+  assert.equal(store.delete(key('a')), true);
+  assert.equal(store.tryConsume(key('c'), 1), true, "a removed key's bytes are reclaimed");
+  store.free();
+});
+
+test('by default long keys are refused at 1 GiB instead of exhausting wasm memory', () => {
+  // 4 GiB of 65,535-byte keys used to trap the module (RuntimeError: unreachable) and leave
+  // every bucket and store in the process failing.
+  const { store } = manual({ configuration: limit(3, 1) });
+  const key = new Uint8Array(65535);
+  let held = 0;
+  for (;;) {
+    key[0] = held & 255;
+    key[1] = (held >> 8) & 255;
+    try {
+      store.tryConsume(key, 1);
+    } catch (e) {
+      assert.ok(e instanceof EdgeBucketError && e.code === 'KEY_SPACE_FULL', String(e));
+      break;
+    }
+    held += 1;
+  }
+  assert.equal(held, 2 ** 30 / 2 ** 16, 'one 65,535-byte key per 64 KiB chunk, 1 GiB of them');
+  assert.equal(store.size, held);
+  assert.throws(() => store.tryConsume('short', 1), { code: 'KEY_SPACE_FULL' }, 'new keys are refused while it is full');
+  key.fill(0, 0, 2);
+  assert.equal(store.getAvailableTokens(key), 2, 'existing keys carry on');
+  const bystander = Bucket.builder().withConfiguration(limit(3, 1)).build();
+  assert.equal(bystander.tryConsume(1), true, 'the module still works');
+  store.free();
 });
 
 test('thousands of keys stay distinct across wasm memory growth', () => {
