@@ -163,6 +163,10 @@ fn split_offset(text: &str) -> Result<(&str, i64)> {
     if !is_local_date_time(local.as_bytes()) {
         return Err(malformed());
     }
+    // humantime reads second 60 as 59 on any minute: an instant a second early, silently.
+    if &local[17..19] == "60" {
+        return Err(invalid_instant(text, "a leap second (:60) has no instant of its own in Unix time".into()));
+    }
     Ok((local, offset))
 }
 
@@ -354,6 +358,9 @@ mod tests {
             "2026-11-21T17:00:00+01:00Z",
             "",
             "Z",
+            // Second 60 read as 59 would move an aligned refill grid a second early.
+            "2026-01-15T12:34:60Z",
+            "2016-12-31T23:59:60Z",
         ];
         for bad in bad {
             assert_eq!(instant(bad).unwrap_err().code(), "INVALID_INSTANT", "{bad}");
