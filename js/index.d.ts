@@ -266,7 +266,8 @@ export interface StoreOptions {
   /** Default 1,000,000; from 1 to 2^32 - 1 (what wasm memory can address), or `Infinity` for no cap. */
   maxKeys?: number;
   /**
-   * Default 2^30 (1 GiB); from 65,536 to 2^32, rounded up to 64 KiB: the most bytes of keys held.
+   * Default 2^30 (1 GiB); from 65,536 to 2^32, rounded up to 64 KiB: the most bytes of keys held,
+   * removed keys' included until reclaimed (at the latest once they are an eighth of it).
    * Past it a new key is refused with `KEY_SPACE_FULL`; existing keys carry on.
    */
   maxKeyBytes?: number;

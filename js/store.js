@@ -22,9 +22,10 @@ import { consumptionProbe, estimationProbe } from './operations.js';
  *   under the hand that is expired or unused since the hand last passed). From 1 to 2^32 - 1,
  *   or `Infinity` for no cap.
  * - `maxKeyBytes` (default 1 GiB): the most bytes of keys held (removed keys' until they are
- *   reclaimed), from 65,536 to 2^32, rounded up to 64 KiB. Past it a new key is refused with
- *   `KEY_SPACE_FULL` while existing keys carry on: it bounds the memory long keys from clients
- *   could take, below the 4 GiB of wasm memory, whose exhaustion would break every bucket.
+ *   reclaimed: at the latest once they are an eighth of the bytes held), from 65,536 to 2^32,
+ *   rounded up to 64 KiB. Past it a new key is refused with `KEY_SPACE_FULL` while existing
+ *   keys carry on: it bounds the memory long keys from clients could take, below the 4 GiB of
+ *   wasm memory, whose exhaustion would break every bucket.
  * - `idleGrace` (default 0): a key expires once its bucket has been full that long (Bucket4j's
  *   expiry "time to refill to maximum" plus a grace). Expiry is eventual, as a TTL: insertions
  *   sweep a few keys each, eviction never spares an expired key, `removeExpired()` sweeps all. It is

@@ -146,8 +146,9 @@ pub enum Error {
         /// The longest key accepted.
         max: usize,
     },
-    /// A [`BucketStore`](crate::BucketStore)'s keys fill its `max_key_bytes`, even after
-    /// reclaiming removed keys' bytes: a new key is refused, existing keys carry on.
+    /// A [`BucketStore`](crate::BucketStore)'s keys fill its `max_key_bytes`, removed keys'
+    /// bytes included until they are worth reclaiming: a new key is refused, existing keys
+    /// carry on.
     #[error(
         "the store's keys fill its key space of {max_bytes} bytes; remove keys, lower max_keys or raise max_key_bytes"
     )]

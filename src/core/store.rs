@@ -79,8 +79,9 @@ pub struct StoreOptions {
     pub max_keys: usize,
     /// How long a key is kept after its bucket is full again. Default 0.
     pub idle_grace: Duration,
-    /// The most bytes of keys held, removed keys' included until compaction reclaims them,
-    /// rounded up to whole 64 KiB chunks: from 64 KiB to [`KEY_SPACE_BYTES`] (4 GiB, the
+    /// The most bytes of keys held, removed keys' included until compaction reclaims them
+    /// (once they outweigh the live keys' bytes, or, when a new key finds the space full, once
+    /// they are an eighth of the bytes held and could hold it), rounded up to whole 64 KiB chunks: from 64 KiB to [`KEY_SPACE_BYTES`] (4 GiB, the
     /// default). Past it a new key is refused with [`Error::KeySpaceFull`] (existing keys carry
     /// on), where `max_keys` would evict: it bounds memory that long keys, which often come from
     /// clients, could otherwise take. On wasm32 all memory is 4 GiB, so the bindings default to
@@ -294,7 +295,7 @@ impl BucketStore {
         }
         self.index.clear();
         self.slots.clear();
-        self.keys = KeyArena::default();
+        self.keys = self.keys.emptied(); // keeps max_key_bytes
         self.extra.clear();
         self.len = 0;
         self.clock_hand = 0;
@@ -399,10 +400,10 @@ impl BucketStore {
         Ok(id)
     }
 
-    /// Key bytes are addressed in 32 bits: at 4 GiB, removed keys' bytes included, compaction
-    /// reclaims what it can, and a key that still does not fit is refused before anything changes.
+    /// At `max_key_bytes`, removed keys' bytes included, compaction reclaims them if they are
+    /// worth it, and a key that still does not fit is refused before anything changes.
     fn make_room_for_key(&mut self, len: usize) -> Result<()> {
-        if !self.keys.has_room(len) && self.keys.has_garbage() {
+        if !self.keys.has_room(len) && self.keys.worth_compacting_for(len) {
             self.compact_keys();
         }
         if self.keys.has_room(len) {
@@ -470,23 +471,20 @@ impl BucketStore {
         }
     }
 
-    /// Copies the live keys into a fresh arena, reclaiming removed keys' bytes.
+    /// Slides the live keys toward the front of the arena, reclaiming removed keys' bytes.
     ///
-    /// In the keys' arena order, not slot order: then the copy never needs more chunks than the
-    /// keys had (each chunk's live keys fit in one chunk, so the copy of chunk `i` ends in chunk
-    /// `i` or earlier), which a full key space relies on. Slot ids are reused, so slot order can
-    /// interleave long keys from different chunks and pack worse.
+    /// In the keys' arena order, not slot order (slot ids are reused): only then does a key
+    /// never move later, which lets compaction work in place (see [`key_arena::Compaction`]).
     fn compact_keys(&mut self) {
         let slots = &self.slots;
         let mut live: Vec<u32> = (0..slots.high_water()).filter(|&id| slots.get(id).is_live()).collect();
         // By position, then length: an empty key shares its position with the key inserted
-        // after it, and copied after that key it could need a chunk of its own.
+        // after it, and moved after that key it could need a chunk of its own.
         live.sort_unstable_by_key(|&id| (slots.get(id).key, slots.get(id).key_len));
-        let empty = self.keys.emptied();
-        let old = std::mem::replace(&mut self.keys, empty);
+        let mut compaction = self.keys.compaction();
         for id in live {
             let slot = self.slots.get_mut(id);
-            slot.key = self.keys.insert(old.get(slot.key, slot.key_len));
+            slot.key = compaction.relocate(slot.key, slot.key_len);
         }
     }
 
@@ -753,6 +751,16 @@ mod tests {
     }
 
     #[test]
+    fn clear_keeps_the_key_space_limit() {
+        let mut store = bounded(65_536);
+        store.try_consume(&[b'a'; 60_000], 1, 0).unwrap();
+        store.clear();
+        store.try_consume(&[b'b'; 60_000], 1, 0).unwrap();
+        let refused = store.try_consume(&[b'c'; 60_000], 1, 0);
+        assert_eq!(refused, Err(Error::KeySpaceFull { max_bytes: 65_536 }));
+    }
+
+    #[test]
     fn compaction_of_a_full_key_space_never_needs_more_chunks() {
         let mut store = bounded(2 << 16);
         let key = |c: u8, n: usize| vec![c; n];
@@ -763,9 +771,12 @@ mod tests {
         store.try_consume(&key(b'c', 33_000), 1, 0).unwrap(); // slot 1 again, chunk 1
         store.try_consume(&key(b'd', 32_536), 1, 0).unwrap(); // slot 3: chunk 1 is full
 
-        // Full: compaction runs, and in slot order (a, c, b, d) it would need a third chunk.
+        // Full, with one byte of garbage: too little to compact for a new key.
         let refused = store.try_consume(b"z", 1, 0);
         assert_eq!(refused, Err(Error::KeySpaceFull { max_bytes: 2 << 16 }));
+        // In slot order (a, c, b, d) the keys would need a third chunk.
+        store.compact_keys();
+        assert_eq!(store.try_consume(b"z", 1, 0), Err(Error::KeySpaceFull { max_bytes: 2 << 16 }));
         for (c, n) in [(b'a', 33_000), (b'b', 32_535), (b'c', 33_000), (b'd', 32_536)] {
             assert_eq!(store.get_available_tokens(&key(c, n), 0), Ok(Some(9)), "key {} kept", c as char);
         }
@@ -785,6 +796,7 @@ mod tests {
         assert!(store.remove(b"g")); // one byte of garbage; slot 0 is free
         store.try_consume(&key(b'k', 65_534), 1, 0).unwrap(); // slot 0, chunk 1 at 2: full
 
+        store.compact_keys();
         assert_eq!(store.try_consume(b"z", 1, 0), Err(Error::KeySpaceFull { max_bytes: 2 << 16 }));
         for k in [&key(b'a', 65_535)[..], b"bb", b"", &key(b'k', 65_534)] {
             assert_eq!(store.get_available_tokens(k, 0), Ok(Some(9)), "a key of {} bytes kept", k.len());

@@ -4,7 +4,8 @@
 //! bytes on wasm32) before the key itself; here a key costs its bytes. Chunks have a fixed size
 //! and never grow, so filling the arena never copies it (a growing `Vec` would leave freed
 //! copies behind in wasm memory, which never shrinks). Removed keys leave garbage that
-//! compaction (copying the live keys into a fresh arena) reclaims once it outweighs the live bytes.
+//! compaction reclaims by sliding the live keys toward the front, in place, so it never holds
+//! two copies of the keys.
 
 /// Bytes per chunk; also the longest key, so a key never spans two chunks.
 const CHUNK_BYTES: usize = 1 << 16;
@@ -55,7 +56,7 @@ impl KeyArena {
         self.max_chunks as u64 * CHUNK_BYTES as u64
     }
 
-    /// An empty arena with the same limit, for compaction.
+    /// An empty arena with the same limit.
     pub(crate) fn emptied(&self) -> Self {
         KeyArena::with_max_chunks(self.max_chunks)
     }
@@ -63,11 +64,6 @@ impl KeyArena {
     /// Whether a key of `len` bytes can be inserted.
     pub(crate) fn has_room(&self, len: usize) -> bool {
         self.last_fits(len) || self.chunks.len() < self.max_chunks
-    }
-
-    /// Whether removed keys' bytes could be reclaimed by compaction.
-    pub(crate) fn has_garbage(&self) -> bool {
-        self.garbage > 0
     }
 
     fn last_fits(&self, len: usize) -> bool {
@@ -109,15 +105,85 @@ impl KeyArena {
         self.garbage > CHUNK_BYTES && self.garbage > self.live
     }
 
+    /// Whether compacting a full arena for a key of `len` bytes is worth its cost: the garbage
+    /// could hold the key and is at least an eighth of the bytes used. Compaction copies every
+    /// live key, so a full arena must not compact for every byte freed: with this bound each
+    /// byte removed pays for at most eight bytes copied.
+    pub(crate) fn worth_compacting_for(&self, len: usize) -> bool {
+        self.garbage > 0 && self.garbage >= len && self.garbage >= (self.live + self.garbage) / 8
+    }
+
+    /// Starts compacting: the caller passes every live key to [`Compaction::relocate`] in
+    /// arena order (by position, then length) and stores the position it returns.
+    pub(crate) fn compaction(&mut self) -> Compaction<'_> {
+        Compaction { arena: self, chunk: 0, offset: 0, moved_any: false }
+    }
+
     /// Bytes of live keys.
     pub(crate) fn live_bytes(&self) -> usize {
         self.live
     }
 }
 
+/// A compaction in progress: a write cursor that live keys, visited in arena order, slide to.
+///
+/// In that order a key never moves later: by induction, if the previous key ends no later than
+/// it did, this key fits wherever it fitted before (or earlier). So the keys not yet moved are
+/// never overwritten, the copy never needs more chunks than the keys had (which a full arena
+/// relies on), and no second arena is needed. Dropping it truncates the arena after the last
+/// key moved.
+pub(crate) struct Compaction<'a> {
+    arena: &'a mut KeyArena,
+    chunk: usize,
+    offset: usize,
+    moved_any: bool,
+}
+
+impl Compaction<'_> {
+    /// Moves the key of `len` bytes at `at` to the cursor and returns its new position.
+    pub(crate) fn relocate(&mut self, at: KeyRef, len: u16) -> KeyRef {
+        let len = len as usize;
+        // The insertion rule: an exactly full chunk takes no key, not even an empty one.
+        if self.offset >= CHUNK_BYTES || self.offset + len > CHUNK_BYTES {
+            self.arena.chunks[self.chunk].truncate(self.offset);
+            self.chunk += 1;
+            self.offset = 0;
+        }
+        let (from_chunk, from) = ((at >> 16) as usize, (at & 0xffff) as usize);
+        debug_assert!((self.chunk, self.offset) <= (from_chunk, from), "a key never moves later");
+        if from_chunk == self.chunk {
+            self.arena.chunks[from_chunk].copy_within(from..from + len, self.offset);
+        } else {
+            let (front, back) = self.arena.chunks.split_at_mut(from_chunk);
+            // Beyond the cursor this chunk holds only keys already moved.
+            let to = &mut front[self.chunk];
+            to.truncate(self.offset);
+            to.extend_from_slice(&back[0][from..from + len]); // within the chunk's capacity
+        }
+        let moved = ((self.chunk as u32) << 16) | self.offset as u32;
+        self.offset += len;
+        self.moved_any = true;
+        moved
+    }
+}
+
+impl Drop for Compaction<'_> {
+    fn drop(&mut self) {
+        let arena = &mut *self.arena;
+        if self.moved_any {
+            arena.chunks[self.chunk].truncate(self.offset);
+            arena.chunks.truncate(self.chunk + 1);
+        } else {
+            arena.chunks.clear();
+        }
+        arena.garbage = 0;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn keys_round_trip_and_never_span_chunks() {
@@ -145,6 +211,82 @@ mod tests {
         assert_eq!(arena.get(empty, 0), b"");
         assert_eq!(arena.get(b, 1), b"z");
         assert_eq!(arena.get(after, 4), b"next");
+    }
+
+    impl KeyArena {
+        fn chunk_count(&self) -> usize {
+            self.chunks.len()
+        }
+    }
+
+    #[test]
+    fn a_full_arena_compacts_for_a_key_only_when_an_eighth_is_garbage() {
+        let mut arena = KeyArena::with_max_chunks(2);
+        for _ in 0..4 {
+            arena.insert(&[1u8; 32_000]);
+        }
+        arena.release(100);
+        assert!(!arena.worth_compacting_for(10), "100 bytes of 128,000: copying them all is not worth it");
+        arena.release(15_900);
+        assert!(!arena.worth_compacting_for(16_001), "the garbage could not hold the key");
+        assert!(arena.worth_compacting_for(16_000), "an eighth of the bytes used");
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Insert(usize),
+        Remove(usize),
+        Compact,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        let len = prop_oneof![0usize..4, 1usize..40_000, 30_000..=MAX_KEY_BYTES];
+        prop_oneof![3 => len.prop_map(Step::Insert), 2 => any::<usize>().prop_map(Step::Remove), 1 => Just(Step::Compact)]
+    }
+
+    proptest! {
+        /// Compaction in place keeps every live key's bytes, never needs more chunks, and
+        /// leaves an arena that takes keys as a fresh one would.
+        #[test]
+        fn compaction_keeps_every_key(steps in proptest::collection::vec(step(), 1..60)) {
+            let mut arena = KeyArena::with_max_chunks(4);
+            let mut live: Vec<(KeyRef, u16, u8)> = Vec::new();
+            let content = |len: u16, fill: u8| vec![fill; len as usize];
+            for (n, step) in steps.into_iter().enumerate() {
+                match step {
+                    Step::Insert(len) if arena.has_room(len) => {
+                        let fill = (n % 251) as u8 + 1;
+                        live.push((arena.insert(&content(len as u16, fill)), len as u16, fill));
+                    }
+                    Step::Insert(_) => {}
+                    Step::Remove(i) if !live.is_empty() => {
+                        let (_, len, _) = live.swap_remove(i % live.len());
+                        arena.release(len);
+                    }
+                    Step::Remove(_) => {}
+                    Step::Compact => {
+                        let chunks = arena.chunk_count();
+                        live.sort_unstable_by_key(|&(at, len, _)| (at, len));
+                        // The reference: the same keys inserted in that order into an empty arena.
+                        let mut fresh = arena.emptied();
+                        let expected: Vec<KeyRef> = live.iter().map(|&(_, len, fill)| fresh.insert(&content(len, fill))).collect();
+                        let mut compaction = arena.compaction();
+                        for key in &mut live {
+                            key.0 = compaction.relocate(key.0, key.1);
+                        }
+                        drop(compaction);
+                        prop_assert_eq!(live.iter().map(|k| k.0).collect::<Vec<_>>(), expected);
+                        prop_assert_eq!(arena.chunk_count(), fresh.chunk_count());
+                        prop_assert!(arena.chunk_count() <= chunks);
+                        prop_assert_eq!(arena.garbage, 0);
+                    }
+                }
+                for &(at, len, fill) in &live {
+                    prop_assert_eq!(arena.get(at, len), &content(len, fill)[..]);
+                }
+                prop_assert_eq!(arena.live_bytes(), live.iter().map(|k| k.1 as usize).sum::<usize>());
+            }
+        }
     }
 
     #[test]
