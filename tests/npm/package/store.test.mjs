@@ -36,6 +36,26 @@ test('keys are UTF-8 bytes: strings and Uint8Arrays meet', () => {
   assert.ok(store.has('héllo') && store.delete('héllo') && !store.has('héllo') && !store.delete('héllo'));
 });
 
+test('string keys of every length and script are their UTF-8 bytes', () => {
+  const { store } = manual({ configuration: limit(9, 1) });
+  const keys = [
+    'a'.repeat(24), // the longest copied by the ASCII loop
+    'b'.repeat(25), // the shortest encoded by TextEncoder
+    'c'.repeat(1000),
+    'x'.repeat(30) + 'é', // ASCII past the loop's length, then not
+    'é'.repeat(24),
+    '😀'.repeat(16_383) + 'abc', // 65,535 bytes from 32,769 UTF-16 units
+  ];
+  keys.forEach((key, i) => store.tryConsume(key, i + 1));
+  keys.forEach((key, i) => {
+    assert.equal(store.getAvailableTokens(new TextEncoder().encode(key)), 8 - i, `key ${i} by its bytes`);
+    assert.ok(store.has(key) && !store.has(key.slice(0, -1)), `key ${i} less its last character is another key`);
+  });
+  assert.equal(store.size, keys.length);
+  assert.throws(() => store.tryConsume('😀'.repeat(16_384), 1), (e) => e.code === 'KEY_TOO_LONG', '65,536 bytes');
+  assert.throws(() => store.tryConsume('y'.repeat(2 ** 26), 1), (e) => e.code === 'KEY_TOO_LONG' && /at least 67108864 bytes/.test(e.message));
+});
+
 test('a supplier is called only for new keys', () => {
   const calls = [];
   const { store } = manual({
