@@ -88,8 +88,8 @@ impl DurationSpec {
     }
 
     /// The canonical form of `nanos`: a humantime string.
-    pub fn from_nanos(nanos: i64) -> Self {
-        DurationSpec::Text(humantime::format_duration(Duration::from_nanos(nanos.max(0) as u64)).to_string())
+    pub fn from_nanos(nanos: u64) -> Self {
+        DurationSpec::Text(humantime::format_duration(Duration::from_nanos(nanos)).to_string())
     }
 }
 

@@ -167,7 +167,7 @@ impl From<&Bandwidth> for BandwidthSpec {
             refill: RefillSpec {
                 kind,
                 tokens: refill.tokens(),
-                period: DurationSpec::from_nanos(refill.period_nanos()),
+                period: DurationSpec::from_nanos(refill.period_nanos().unsigned_abs()), // a period is positive
                 first_refill_time,
                 adaptive_initial_tokens,
             },
