@@ -303,7 +303,9 @@ export class BucketStore {
   tryConsumeAndReturnRemaining(key: Key, tokens: Tokens): ConsumptionProbe;
   estimateAbilityToConsume(key: Key, tokens: Tokens): EstimationProbe;
   getAvailableTokens(key: Key): Exact;
+  /** Whether `key` is held; false for a key over 65,535 bytes, which cannot be. */
   has(key: Key): boolean;
+  /** Drops `key`; whether it was held (false for a key over 65,535 bytes). */
   delete(key: Key): boolean;
   removeExpired(): number;
   clear(): void;

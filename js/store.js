@@ -125,14 +125,16 @@ export class BucketStore {
     return result(0);
   }
 
-  /** Whether `key` is held. */
+  /** Whether `key` is held: false for a key too long to be held. */
   has(key) {
-    return this.#raw.has(writeKey(key));
+    const length = lookupKey(key);
+    return length >= 0 && this.#raw.has(length);
   }
 
-  /** Drops `key`; whether it was held. */
+  /** Drops `key`; whether it was held (false for a key too long to be held). */
   delete(key) {
-    return this.#raw.remove(writeKey(key));
+    const length = lookupKey(key);
+    return length >= 0 && this.#raw.remove(length);
   }
 
   /** Drops every expired key now; how many. */
@@ -190,3 +192,13 @@ const FREED = new Proxy(
     },
   },
 );
+
+/** `writeKey` for lookups: a key too long to be held is not held (-1), as in the Rust store. */
+function lookupKey(key) {
+  try {
+    return writeKey(key);
+  } catch (e) {
+    if (e instanceof EdgeBucketError && e.code === 'KEY_TOO_LONG') return -1;
+    throw e;
+  }
+}

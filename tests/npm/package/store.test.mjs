@@ -53,6 +53,14 @@ test('string keys of every length and script are their UTF-8 bytes', () => {
   });
   assert.equal(store.size, keys.length);
   assert.throws(() => store.tryConsume('😀'.repeat(16_384), 1), (e) => e.code === 'KEY_TOO_LONG', '65,536 bytes');
+  // A key too long to be held is not held, as a Map would say; a key of the wrong type still throws.
+  for (const long of ['😀'.repeat(16_384), 'z'.repeat(70_000), new Uint8Array(65_536)]) {
+    assert.equal(store.has(long), false);
+    assert.equal(store.delete(long), false);
+  }
+  assert.throws(() => store.has(7), (e) => e.code === 'INVALID_ARGUMENT');
+  assert.throws(() => store.delete('\uD800'), (e) => e.code === 'INVALID_ARGUMENT');
+  assert.equal(store.size, keys.length);
   assert.throws(() => store.tryConsume('y'.repeat(2 ** 26), 1), (e) => e.code === 'KEY_TOO_LONG' && /at least 67108864 bytes/.test(e.message));
 });
 
