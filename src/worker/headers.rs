@@ -92,16 +92,20 @@ pub fn retry_after(outcome: &Outcome) -> Option<i64> {
 }
 
 /// The legacy trio for the most depleted bandwidth: its capacity, its remaining tokens and the
-/// delta-seconds until it is full.
+/// delta-seconds until it is full, left out (as `t` is) when that is beyond 2^63 ns: 0 would
+/// read as "full now".
 fn legacy_fields(bandwidths: &[BandwidthView]) -> Vec<(&'static str, String)> {
     let Some(tightest) = bandwidths.iter().min_by_key(|b| b.available) else {
         return Vec::new();
     };
-    vec![
+    let mut fields = vec![
         ("X-RateLimit-Limit", tightest.capacity.to_string()),
         ("X-RateLimit-Remaining", tightest.available.max(0).to_string()),
-        ("X-RateLimit-Reset", seconds_up(tightest.full_nanos).unwrap_or(0).to_string()),
-    ]
+    ];
+    if let Some(seconds) = seconds_up(tightest.full_nanos) {
+        fields.push(("X-RateLimit-Reset", seconds.to_string()));
+    }
+    fields
 }
 
 /// Nanoseconds as whole seconds rounded up; `None` for never.
@@ -201,6 +205,10 @@ mod tests {
         assert!(headers.contains(&("X-RateLimit-Limit", "1000".into())));
         assert!(headers.contains(&("X-RateLimit-Remaining", "3".into())));
         assert!(headers.contains(&("X-RateLimit-Reset", "4".into())));
+        // Never full within 2^63 ns (a refill of 1 token per 50 years, 6 tokens short).
+        let never = BandwidthView { full_nanos: INFINITY_DURATION, ..view("slow", 10, 10, 4, 0) };
+        let headers = legacy_fields(&[never]);
+        assert_eq!(headers.iter().map(|h| h.0).collect::<Vec<_>>(), ["X-RateLimit-Limit", "X-RateLimit-Remaining"]);
     }
 
     #[test]
