@@ -12,6 +12,7 @@
 //!   [`idle_alarm`](super::idle_alarm).
 
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 // The #[durable_object] expansion names `wasm_bindgen`.
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
@@ -39,8 +40,9 @@ const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 pub struct BucketObject {
     state: State,
     env: Env,
-    /// `None` until read from storage.
-    held: RefCell<Option<Option<Held>>>,
+    /// `None` until read from storage. Shared with a pending deletion, which forgets it if
+    /// storage could not be cleared.
+    held: Rc<RefCell<Option<Option<Held>>>>,
     /// When the bucket may be deleted, epoch milliseconds (kept in storage too).
     idle_until: Cell<f64>,
     /// The alarm that deletes the bucket once idle.
@@ -54,7 +56,7 @@ impl worker::DurableObject for BucketObject {
         BucketObject {
             state,
             env,
-            held: RefCell::new(None),
+            held: Rc::new(RefCell::new(None)),
             idle_until: Cell::new(0.0),
             alarm: IdleAlarm::default(),
             row: BucketRow::default(),
@@ -156,12 +158,16 @@ impl BucketObject {
             Ok(started) => started,
             Err(error) => return pair(failed(&error)),
         };
+        let held = Rc::clone(&self.held);
         after(cleared, move |result| match result {
             Ok(_) => match serde_json::to_string(&Deleted { deleted: existed }) {
                 Ok(body) => (200, body),
                 Err(e) => failed(&ApiError::internal(e.to_string())),
             },
-            Err(error) => failed(&ApiError::storage(error)),
+            Err(error) => {
+                forget(&held);
+                failed(&ApiError::storage(error))
+            }
         })
     }
 
@@ -259,7 +265,10 @@ impl BucketObject {
     /// Deletes everything the object stores.
     async fn delete(&self) -> Result<(), ApiError> {
         let (_, cleared) = self.start_delete()?;
-        JsFuture::from(cleared).await.map(|_| ()).map_err(ApiError::storage)
+        JsFuture::from(cleared).await.map(|_| ()).map_err(|error| {
+            forget(&self.held);
+            ApiError::storage(error)
+        })
     }
 
     /// Forgets the bucket and issues the deletion of everything the object stores; returns
@@ -276,6 +285,12 @@ impl BucketObject {
         let storage = self.state.as_raw().storage().map_err(ApiError::storage)?;
         Ok((existed, storage.delete_all().map_err(ApiError::storage)?))
     }
+}
+
+/// Forgets the in-memory bucket after storage failed to clear: the bucket may still be stored,
+/// and a fresh one in memory would overwrite it with its next write (and refund its tokens).
+fn forget(held: &RefCell<Option<Option<Held>>>) {
+    *held.borrow_mut() = None;
 }
 
 /// `[200, body]` once the alarm `write` settles; a failed write is logged and forgotten (unless
