@@ -164,6 +164,11 @@ fn check(spec: RouteSpec, policies: &Policies, api: &ApiPrefix) -> Result<Route,
             return Err(at(format!("ipv6Prefix must be 1 to 128 bits, got {ipv6_prefix}")));
         }
     }
+    // Checked per request too, where a bad constant would blame every client for it.
+    if let KeySource::Constant { value } = &spec.key {
+        keys::check(&format!("{}{}:constant:{value}", keys::GATEWAY_PREFIX, spec.policy))
+            .map_err(|e| at(format!("the constant key is unusable: {}", e.message)))?;
+    }
     if let KeySource::Segment { name } = &spec.key {
         if !segments.contains(&Segment::Param(name.clone())) {
             return Err(at(format!("the key names segment {name:?}, which the pattern lacks (write :{name})")));
@@ -729,5 +734,17 @@ mod tests {
         assert!(route(r#"{"source": "ip", "ipv6Prefix": 129}"#).is_err());
         assert!(route(r#"{"source": "ip", "ipv6Prefix": -1}"#).is_err());
         assert!(route(r#"{"source": "ip", "prefix": 64}"#).is_err(), "unknown fields are refused");
+    }
+
+    #[test]
+    fn a_constant_key_is_checked_with_the_configuration() {
+        let route = |value: &str| {
+            let key = serde_json::json!({ "source": "constant", "value": value });
+            routes(&format!(r#"[{{"pattern": "/a", "policy": "api", "key": {key}}}]"#))
+        };
+        assert!(route("everyone").is_ok());
+        assert!(route("a\u{7}b").unwrap_err().contains("the constant key is unusable: a key cannot contain control"));
+        let long = "k".repeat(keys::MAX_KEY_BYTES);
+        assert!(route(&long).unwrap_err().contains("the constant key is unusable: a key is at most"));
     }
 }
