@@ -62,7 +62,8 @@ const EPOCH_MILLIS_FROM = 1e12;
  * @property {number} [retryAfter] `Retry-After`, milliseconds from the response
  * @property {number} [date] the server's `Date`, epoch milliseconds
  * @property {number} [skew] the client's clock minus the server's, milliseconds (from `Date`)
- * @property {boolean} [cached] the response came from a cache (`Age` > 0): its fields were ignored
+ * @property {boolean} [cached] the response came from a cache (`Age` > 0): its quota fields were
+ *   ignored, and `retryAfter` is what is left of the wait after its time in the cache
  * @property {boolean} [complete] `limits` are every policy that applies (draft-10 with a
  *   `RateLimit-Policy`): one learned before and missing now was lifted
  */
@@ -82,15 +83,22 @@ export function readHeaders(headers, { now = Date.now() } = {}) {
     observation.date = date;
     observation.skew = now - date;
   }
-  // A cached response's fields describe the past (draft-10 §7.3).
-  if (Number(get('age')) > 0) {
-    observation.cached = true;
-    return observation;
-  }
   // Absolute times are read against the server's clock when it told us, so skew cancels out.
   const serverNow = date ?? now;
   const retryAfter = readRetryAfter(get('retry-after'), serverNow);
   if (retryAfter !== undefined) observation.retryAfter = retryAfter;
+  // A cached response's quota fields describe the past (draft-10 §7.3). Its Retry-After still
+  // holds, counted from when the origin answered (its Date, or delay-seconds from then): less
+  // the time the response spent in the cache, unless a date was read against our own clock.
+  const age = Number(get('age'));
+  if (age > 0) {
+    observation.cached = true;
+    const dateAgainstOurClock = date === undefined && !isDelaySeconds(get('retry-after'));
+    if (retryAfter !== undefined && !dateAgainstOurClock) {
+      observation.retryAfter = Math.max(retryAfter - age * SECOND, 0);
+    }
+    return observation;
+  }
   for (const dialect of [draft10, draft7, draft6, xRateLimit]) {
     const limits = dialect(get, serverNow);
     if (limits && limits.length > 0) {
@@ -266,18 +274,18 @@ function joins(policy, state) {
 
 // ---- draft-07 and draft-06: one "expiring limit" plus a list of `quota;w=window` policies ----
 
-function draft7(get) {
+function draft7(get, serverNow) {
   const dictionary = sfDictionary(get('ratelimit'));
   if (!dictionary) return undefined;
   const member = (key) => {
     const entry = dictionary.get(key);
     return entry && !Array.isArray(entry[0]) ? nonNegativeInteger(entry[0]) : undefined;
   };
-  return legacyLimits(member('limit'), member('remaining'), member('reset'), legacyPolicies(get));
+  return legacyLimits(member('limit'), member('remaining'), resetFrom(member('reset'), serverNow), legacyPolicies(get));
 }
 draft7.label = 'draft-7';
 
-function draft6(get) {
+function draft6(get, serverNow) {
   // Early drafts allowed `RateLimit-Limit: 100, 100;w=60, 1000;w=3600`: the first member is the
   // expiring limit, the others are policies.
   const limitList = sfList(get('ratelimit-limit')) ?? [];
@@ -291,7 +299,8 @@ function draft6(get) {
   if (limit !== undefined && window > 0 && !policies.some((p) => p.quota === limit)) {
     policies.push(legacyPolicy(limit, new Map([['w', window]])));
   }
-  return legacyLimits(limit, sfInteger(get('ratelimit-remaining')), sfInteger(get('ratelimit-reset')), policies);
+  const reset = resetFrom(sfInteger(get('ratelimit-reset')), serverNow);
+  return legacyLimits(limit, sfInteger(get('ratelimit-remaining')), reset, policies);
 }
 draft6.label = 'draft-6';
 
@@ -319,6 +328,7 @@ function legacyPolicy(value, parameters) {
   };
 }
 
+/** `reset`: milliseconds from the response (see `resetFrom`). */
 function legacyLimits(limit, remaining, reset, policies) {
   if (limit === undefined && remaining === undefined && reset === undefined) {
     return policies.length > 0 ? policies : undefined;
@@ -332,7 +342,8 @@ function legacyLimits(limit, remaining, reset, policies) {
     if (quota !== undefined) expiring.quota = quota;
     unique.push(expiring);
   }
-  assignState(expiring, { remaining, reset });
+  assignState(expiring, { remaining });
+  if (reset !== undefined) expiring.reset = Math.ceil(reset);
   return unique;
 }
 
@@ -385,22 +396,31 @@ function decimalNumber(value) {
 function readReset(value, serverNow) {
   if (value == null) return undefined;
   const number = decimalNumber(value);
+  if (number !== undefined) return resetFrom(number, serverNow);
+  const at = parseHttpDate(value, serverNow) ?? parseRfc3339(value);
+  return at === undefined ? undefined : clamp(at - serverNow, BOUNDS.maxWait);
+}
+
+/**
+ * A reset number (delta seconds, epoch seconds or epoch milliseconds, by size) as milliseconds
+ * from the response. Draft-06/07's `RateLimit-Reset` is delta seconds, but servers (GitLab,
+ * Twitch) send epoch seconds there as in `X-RateLimit-Reset`; read as a delta it would be
+ * decades, clamped to a day's stall.
+ */
+function resetFrom(number, serverNow) {
+  if (number === undefined) return undefined;
   let delta;
-  if (number === undefined) {
-    const at = parseHttpDate(value, serverNow) ?? parseRfc3339(value);
-    if (at === undefined) return undefined;
-    delta = at - serverNow;
-  } else if (number >= EPOCH_MILLIS_FROM) {
-    delta = number - serverNow;
-  } else if (number >= EPOCH_SECONDS_FROM) {
-    delta = number * SECOND - serverNow;
-  } else {
-    delta = number * SECOND;
-  }
+  if (number >= EPOCH_MILLIS_FROM) delta = number - serverNow;
+  else if (number >= EPOCH_SECONDS_FROM) delta = number * SECOND - serverNow;
+  else delta = number * SECOND;
   return clamp(delta, BOUNDS.maxWait);
 }
 
 // ---- Retry-After ----
+
+function isDelaySeconds(value) {
+  return value != null && /^\d+(\.\d+)?$/.test(value.trim());
+}
 
 /**
  * `Retry-After`: delay-seconds, or an HTTP-date in any of its three forms, read against the
@@ -409,7 +429,7 @@ function readReset(value, serverNow) {
 function readRetryAfter(value, serverNow) {
   if (value == null) return undefined;
   const trimmed = value.trim();
-  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.min(Math.ceil(Number(trimmed) * SECOND), BOUNDS.maxWait);
+  if (isDelaySeconds(trimmed)) return Math.min(Math.ceil(Number(trimmed) * SECOND), BOUNDS.maxWait);
   const at = parseHttpDate(trimmed, serverNow);
   return at === undefined ? undefined : clamp(at - serverNow, BOUNDS.maxWait);
 }

@@ -77,7 +77,7 @@ export interface PacedEvent {
   request: Request;
   /** Milliseconds the request was told to wait (Infinity: until a response changes things). */
   wait: number;
-  /** `"policy"`, `"reset"`, `"retry-after"`, `"learned"`, `"probe"`, `"concurrency"`, `"leader"` or `"retry"` (a retry's own backoff). */
+  /** `"policy"`, `"reset"`, `"retry-after"`, `"learned"`, `"probe"`, `"concurrency"`, `"leader"`, `"closed"` (the tab's coordinator was closed) or `"retry"` (a retry's own backoff). */
   reason: string;
 }
 

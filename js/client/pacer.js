@@ -146,7 +146,10 @@ export class Pacer {
     const scope = this.#scope(ticket);
     scope.known = true;
     scope.lastUsed = now;
-    if (!observation.cached) this.#learnFrom(scope, record, status, observation, now);
+    // A cached response's quota fields describe the past, but its Retry-After (already less
+    // the response's Age) still says when to come back.
+    if (observation.cached) this.#obeyRetryAfter(scope, status, observation, now);
+    else this.#learnFrom(scope, record, status, observation, now);
     this.#forget(ticket, record);
   }
 
@@ -312,10 +315,15 @@ export class Pacer {
 
   // ---- learning ----
 
-  #learnFrom(scope, record, status, observation, now) {
+  /** A Retry-After on a 429 or 503 blocks the scope; whether there was one. */
+  #obeyRetryAfter(scope, status, observation, now) {
     const retryAfter = BLOCKING_STATUSES.has(status) ? observation.retryAfter : undefined;
     if (retryAfter !== undefined) scope.blockedUntil = Math.max(scope.blockedUntil, now + this.#stretched(retryAfter));
-    let told = retryAfter !== undefined;
+    return retryAfter !== undefined;
+  }
+
+  #learnFrom(scope, record, status, observation, now) {
+    let told = this.#obeyRetryAfter(scope, status, observation, now);
     // X-RateLimit's reset is mostly a clock time (an epoch second or a date, read against the
     // server's Date, itself whole seconds): a second coarser than a `t` (see #holdUntilReset).
     const answer = { record, status, retryAfterGiven: told, resetSlack: observation.dialect === 'x-ratelimit' ? 1000 : 0, now };

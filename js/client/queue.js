@@ -86,6 +86,8 @@ export class RequestQueue {
     this.#entries.splice(this.#entries.indexOf(entry), 1);
     // Nothing left to wake for: an armed timer would keep a Node process alive for nothing.
     if (this.#entries.length === 0) this.#wakeAt(Infinity);
+    // Entries behind it in its scope waited for its turn, on a timer armed for its wait.
+    else this.pump();
     return true;
   }
 

@@ -111,6 +111,32 @@ const realWorld = [
     ],
   },
   {
+    name: 'GitLab: draft-6 names with an epoch-seconds RateLimit-Reset, read against the server Date',
+    headers: {
+      date: DATE,
+      'RateLimit-Limit': '60',
+      'RateLimit-Observed': '67',
+      'RateLimit-Remaining': '0',
+      'RateLimit-Reset': String(SERVER_NOW / 1000 + 30),
+      'Retry-After': '30',
+    },
+    dialect: 'draft-6',
+    retryAfter: 30 * S,
+    limits: [limit({ policy: 'default', quota: 60, remaining: 0, reset: 30 * S })],
+  },
+  {
+    name: 'Twitch Helix: Ratelimit-Reset in epoch seconds',
+    headers: { date: DATE, 'Ratelimit-Limit': '800', 'Ratelimit-Remaining': '799', 'Ratelimit-Reset': String(SERVER_NOW / 1000 + 60) },
+    dialect: 'draft-6',
+    limits: [limit({ policy: 'default', quota: 800, remaining: 799, reset: 60 * S })],
+  },
+  {
+    name: 'draft-7 dictionary with an epoch-milliseconds reset',
+    headers: { date: DATE, RateLimit: `limit=100, remaining=5, reset=${SERVER_NOW + 45 * S}`, 'RateLimit-Policy': '100;w=60' },
+    dialect: 'draft-7',
+    limits: [limit({ policy: 'w=60', quota: 100, window: 60 * S, remaining: 5, reset: 45 * S })],
+  },
+  {
     name: 'GitHub: epoch-seconds reset read against the server Date, used, resource',
     headers: {
       date: DATE,
@@ -179,10 +205,11 @@ const realWorld = [
   },
 ];
 
-for (const { name, headers, dialect, limits } of realWorld) {
+for (const { name, headers, dialect, limits, retryAfter } of realWorld) {
   test(`real world: ${name}`, () => {
     const seen = read(new Headers(headers));
     assert.equal(seen.dialect, dialect);
+    assert.equal(seen.retryAfter, retryAfter);
     assert.deepEqual(seen.limits, limits);
     // A plain object (Node's IncomingHttpHeaders, axios) reads the same, and so does a Map
     // with the names as sent (its own get would match them case-sensitively).
@@ -242,8 +269,17 @@ test('nothing to read: no headers, null, a cached response', () => {
   assert.deepEqual(read(null), { dialect: null, limits: [] });
   assert.deepEqual(read(undefined), { dialect: null, limits: [] });
   const cached = read({ age: '12', 'retry-after': '5', ratelimit: '"a";r=0;t=5' });
-  assert.deepEqual(cached, { dialect: null, limits: [], cached: true });
+  assert.deepEqual(cached, { dialect: null, limits: [], cached: true, retryAfter: 0 }, 'its wait is over');
   assert.equal(read({ age: '0', ratelimit: '"a";r=0;t=5' }).limits.length, 1);
+});
+
+test('a cached response keeps its Retry-After, less its time in the cache', () => {
+  assert.equal(read({ age: '2', 'retry-after': '5' }).retryAfter, 3 * S);
+  // An HTTP-date against the origin's Date: counted from when it answered.
+  assert.equal(read({ age: '2', date: DATE, 'retry-after': 'Sat, 21 Nov 2026 13:00:10 GMT' }).retryAfter, 8 * S);
+  // Without a Date it is read against our clock, which the time in the cache does not concern.
+  assert.equal(read({ age: '2', 'retry-after': 'Sat, 21 Nov 2026 13:00:10 GMT' }).retryAfter, 8 * S);
+  assert.equal(read({ age: 'soon', 'retry-after': '5', ratelimit: '"a";r=0;t=5' }).limits.length, 1, 'an unreadable Age is none');
 });
 
 // ---- malformed and hostile ----

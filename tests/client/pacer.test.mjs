@@ -470,10 +470,18 @@ test('an unknown window is guessed from the longest reset seen (X-RateLimit with
   assert.equal(drain(pacer).tickets.length, 59);
 });
 
-test('a cached response teaches nothing', () => {
-  const { pacer } = setup();
+test('a cached response teaches nothing, but its Retry-After is obeyed', () => {
+  const { pacer, clock } = setup();
   learn(pacer, { age: '30', 'ratelimit-policy': '"b";q=1;w=100', ratelimit: '"b";r=0;t=100' });
   assert.equal(drain(pacer, demand(), 50).tickets.length, 50);
+  learn(pacer, { age: '30', 'retry-after': '40' }, 200);
+  assert.equal(pacer.acquire(demand()).ok, true, 'Retry-After blocks only on a 429 or 503');
+  learn(pacer, { age: '30', 'retry-after': '40' }, 503);
+  const refusal = pacer.acquire(demand());
+  assert.equal(refusal.reason, 'retry-after');
+  assert.equal(refusal.wait, 10_000, 'the 10 s left');
+  clock.t += refusal.wait;
+  assert.equal(pacer.acquire(demand()).ok, true);
 });
 
 test('429s that say nothing: the learner measures the success rate, then backs off multiplicatively', () => {

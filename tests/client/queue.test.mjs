@@ -165,3 +165,37 @@ test('a first wait that times out at once does not hold its scope: the entries b
   assert.deepEqual(ran, [2], 'the second entry ran on its own wake-up, before its deadline');
   assert.equal(queue.size, 0);
 });
+
+test('removing the entry that holds its scope wakes the entries behind it', async (t) => {
+  // A real clock: only the removal, not a timer or another add, may start the second entry.
+  const started = performance.now();
+  const now = () => performance.now() - started;
+  const ran = [];
+  const queue = new RequestQueue({
+    concurrency: 1,
+    now,
+    refund: () => {},
+    // 5 tokens are 5 s away; 1 token 50 ms.
+    acquire: (entry) => (entry.cost === 1 && now() >= 50 ? { ok: true, ticket: entry.seq } : { ok: false, wait: entry.cost === 5 ? 5000 : 50, reason: 'policy' }),
+  });
+  t.after(() => queue.close());
+  const entry = (seq, cost, priority) => ({
+    seq,
+    cost,
+    priority,
+    scope: 'one scope',
+    notBefore: 0,
+    deadline: Infinity,
+    start: (ticket) => void ran.push(ticket),
+    fail: (error) => assert.fail(error),
+    timedOut: () => assert.fail('nothing times out here'),
+  });
+  const big = entry(1, 5, 1);
+  queue.add(big);
+  queue.add(entry(2, 1, 0)); // behind the big one: held, on the big one's 5 s timer
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.deepEqual(ran, [], 'held by the first');
+  assert.equal(queue.remove(big), true); // its request was aborted
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.deepEqual(ran, [2], 'the entry behind it went once it could');
+});
