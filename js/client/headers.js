@@ -78,22 +78,23 @@ const EPOCH_MILLIS_FROM = 1e12;
 export function readHeaders(headers, { now = Date.now() } = {}) {
   const get = getter(headers);
   const observation = { dialect: null, limits: [] };
-  const date = parseHttpDate(get('date'), now);
+  const date = parseHttpDate(singleton(get('date')), now);
   if (date !== undefined) {
     observation.date = date;
     observation.skew = now - date;
   }
   // Absolute times are read against the server's clock when it told us, so skew cancels out.
   const serverNow = date ?? now;
-  const retryAfter = readRetryAfter(get('retry-after'), serverNow);
+  const retryAfterField = singleton(get('retry-after'));
+  const retryAfter = readRetryAfter(retryAfterField, serverNow);
   if (retryAfter !== undefined) observation.retryAfter = retryAfter;
   // A cached response's quota fields describe the past (draft-10 §7.3). Its Retry-After still
   // holds, counted from when the origin answered (its Date, or delay-seconds from then): less
   // the time the response spent in the cache, unless a date was read against our own clock.
-  const age = Number(get('age'));
+  const age = Number(singleton(get('age')));
   if (age > 0) {
     observation.cached = true;
-    const dateAgainstOurClock = date === undefined && !isDelaySeconds(get('retry-after'));
+    const dateAgainstOurClock = date === undefined && !isDelaySeconds(retryAfterField);
     if (retryAfter !== undefined && !dateAgainstOurClock) {
       observation.retryAfter = Math.max(retryAfter - age * SECOND, 0);
     }
@@ -132,6 +133,23 @@ function text(value) {
   if (value == null) return null;
   const joined = Array.isArray(value) ? value.join(', ') : String(value);
   return joined.length > BOUNDS.maxFieldLength ? null : joined;
+}
+
+/**
+ * A field that holds one value (`Retry-After`, `Date`, `Age`, `X-RateLimit-*`) sent on several
+ * lines, as when a gateway and its origin both send it, arrives joined with commas: it is read
+ * as that value when every copy is the same, else left as it is, which reads as nothing. A copy
+ * has at most one comma of its own (an HTTP-date's).
+ */
+function singleton(value) {
+  if (value == null || !value.includes(',')) return value;
+  const parts = value.split(',').map((part) => part.trim());
+  for (const size of [1, 2]) {
+    if (parts.length > size && parts.length % size === 0 && parts.every((part, i) => part === parts[i % size])) {
+      return parts.slice(0, size).join(', ');
+    }
+  }
+  return value;
 }
 
 function sfList(value) {
@@ -353,7 +371,7 @@ const X_PREFIXES = ['x-ratelimit-', 'x-rate-limit-'];
 
 function xRateLimit(get, serverNow) {
   for (const prefix of X_PREFIXES) {
-    const field = (name) => get(prefix + name);
+    const field = (name) => singleton(get(prefix + name));
     const quota = decimalNumber(field('limit'));
     let remaining = decimalNumber(field('remaining'));
     const used = decimalNumber(field('used'));

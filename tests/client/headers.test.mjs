@@ -264,6 +264,20 @@ test('fields split over several lines combine as one list', () => {
   assert.equal(read({ 'ratelimit-policy': ['"a";q=10;w=1', '"b";q=100;w=60'] }).limits.length, 2);
 });
 
+test('a one-value field sent twice alike (a gateway and its origin) reads as one; differing copies as none', () => {
+  const headers = new Headers();
+  for (const [name, value] of [['X-RateLimit-Limit', '60'], ['X-RateLimit-Remaining', '0'], ['Retry-After', 'Sat, 21 Nov 2026 13:00:05 GMT'], ['Date', DATE]]) {
+    headers.append(name, value);
+    headers.append(name, value);
+  }
+  const seen = read(headers);
+  assert.deepEqual(seen.limits, [limit({ policy: 'default', quota: 60, remaining: 0 })]);
+  assert.equal(seen.retryAfter, 5 * S, 'an HTTP-date has a comma of its own');
+  assert.equal(read({ 'retry-after': ['7', '7', '7'] }).retryAfter, 7 * S);
+  assert.equal(read({ 'retry-after': ['7', '9'] }).retryAfter, undefined);
+  assert.deepEqual(read({ 'x-ratelimit-limit': ['60', '600'], 'x-ratelimit-remaining': '5' }).limits, [limit({ policy: 'default', remaining: 5 })]);
+});
+
 test('nothing to read: no headers, null, a cached response', () => {
   assert.deepEqual(read(new Headers()), { dialect: null, limits: [] });
   assert.deepEqual(read(null), { dialect: null, limits: [] });
