@@ -30,6 +30,12 @@ const NANOS_PER_MS = 1e6;
 const IDLE_SCOPE_MS = 60_000;
 /** How often idle scopes are looked for, at most. */
 const SWEEP_EVERY_MS = 10_000;
+/**
+ * The most policies a scope keeps, the last seen: names can vary per resource (`RateLimit:
+ * "GET /items/123";…`, `X-RateLimit-Resource`), and without a `RateLimit-Policy` listing them
+ * all, none is ever known to be lifted; every request would be checked against each.
+ */
+export const MAX_SCOPE_POLICIES = 64;
 
 /**
  * What a request needs from the model.
@@ -340,7 +346,9 @@ export class Pacer {
   /** Learns one limit; whether it said when quota returns (`r` or `t`). */
   #learnLimit(scope, seen, { record, status, retryAfterGiven, resetSlack, now }) {
     if (!PACED_UNITS.has(seen.unit) && seen.unit !== CONCURRENCY_UNIT) return false;
+    scope.policies.delete(seen.policy); // kept in the order last seen
     scope.policies.set(seen.policy, seen.partitionKey);
+    if (scope.policies.size > MAX_SCOPE_POLICIES) scope.policies.delete(scope.policies.keys().next().value);
     const limit = this.#limit(scope.origin, seen, scope.key);
     limit.unit = seen.unit;
     if (seen.quota !== undefined) limit.quota = seen.quota;

@@ -6,7 +6,7 @@ import * as engine from 'edgebucket';
 import { readHeaders } from 'edgebucket/client';
 import { source } from './helpers.mjs';
 
-const { Pacer } = await source('pacer.js');
+const { Pacer, MAX_SCOPE_POLICIES } = await source('pacer.js');
 
 const ORIGIN = 'https://api.example';
 
@@ -642,6 +642,21 @@ test('idle scopes are forgotten with the limits only they used; busy ones are ke
   assert.equal(pacer.snapshot().limits.length, 2);
   pacer.observe(busy.ticket, 200, seen(headers));
   assert.equal(available(pacer, 'p'), 9);
+});
+
+test('a scope keeps the policies it saw last: names that vary per resource do not pile up', () => {
+  const { clock, pacer } = setup();
+  const named = (name) => ({ ratelimit: `"${name}";r=50;t=0` });
+  for (let i = 0; i < 200; i++) learn(pacer, named(`GET /items/${i}`));
+  learn(pacer, named('GET /items/0')); // dropped, and back as the newest
+  learn(pacer, named('GET /items/140')); // kept, and now the newest
+  for (const name of ['a', 'b', 'c', 'd']) learn(pacer, named(name)); // drop 137, 138, 139, 141
+  clock.t += 11_000;
+  learn(pacer, named('d')); // the sweep drops the limits no scope keeps
+  const kept = pacer.snapshot().limits.map((limit) => limit.policy);
+  assert.equal(kept.length, MAX_SCOPE_POLICIES);
+  for (const name of ['GET /items/0', 'GET /items/140', 'GET /items/142', 'd']) assert.ok(kept.includes(name), name);
+  for (const name of ['GET /items/136', 'GET /items/139', 'GET /items/141']) assert.ok(!kept.includes(name), name);
 });
 
 test("a scope waiting on the 429 learner's slowest rate is not idle: the rate is kept, not learned again", () => {
