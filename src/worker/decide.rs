@@ -73,7 +73,7 @@ impl Held {
 ///
 /// # Errors
 /// 400 for bad arguments (core codes, `UNKNOWN_POLICY`, `TOKENS_EXCEED_CAPACITY`), 404
-/// `BUCKET_NOT_FOUND`, 409 `POLICY_MISMATCH`.
+/// `BUCKET_NOT_FOUND`, 409 `POLICY_MISMATCH` or `STALE_POLICY_VERSION`.
 pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, now: i64) -> Result<Effect, ApiError> {
     let existed = held.is_some();
     let version_before = held.as_ref().map(|h| h.version);
@@ -183,6 +183,20 @@ fn replace(
         *held = Some(Held::new(policy, now));
         return Ok(());
     };
+    // As implicit replacement never downgrades: during a rollout or after a rollback, an older
+    // deployment must not put its configuration back, which the newer one would then replace
+    // again, its strategy applied twice.
+    if h.policy == policy.name && h.version > policy.version {
+        return Err(ApiError::new(
+            409,
+            "STALE_POLICY_VERSION",
+            format!(
+                "the bucket is at version {} of policy {:?}, this deployment has version {}: replace it from a \
+                 deployment with that version or later",
+                h.version, policy.name, policy.version
+            ),
+        ));
+    }
     h.bucket.replace_configuration(policy.configuration.clone(), strategy.unwrap_or(policy.strategy), now)?;
     (h.policy, h.version) = (policy.name.clone(), policy.version);
     Ok(())
@@ -682,6 +696,9 @@ mod tests {
         assert_eq!(held.as_ref().unwrap().version, 2);
         assert!(!changed(&mut held, &Command::Reset, &p, 600_000), "the version stays");
         let before = held.clone();
+        let stale = apply(&mut held, &replace(Some(S::Reset)), &p, T0 + 600_000 * MS);
+        assert_eq!((stale.unwrap_err().code.as_str(), &held), ("STALE_POLICY_VERSION", &before), "version 1 after 2");
+        let before = held.clone();
         let unknown = apply(&mut held, &Command::Replace { policy: "nope".into(), strategy: None }, &p, T0);
         assert_eq!((unknown.unwrap_err().code.as_str(), &held), ("UNKNOWN_POLICY", &before));
     }
@@ -701,7 +718,7 @@ mod tests {
         assert!(!keeps(&mut held, &consume(1, Mode::Try), &policies(2, 5)), "replaced by its version");
         assert!(keeps(&mut held, &consume(1, Mode::Try), &policies(2, 5)), "then under the new one");
         assert!(!keeps(&mut held, &Command::Reset, &p));
-        assert!(!keeps(&mut held, &Command::Replace { policy: "api".into(), strategy: None }, &p));
+        assert!(!keeps(&mut held, &Command::Replace { policy: "api".into(), strategy: None }, &policies(2, 5)));
     }
 
     #[test]
