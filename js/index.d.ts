@@ -244,14 +244,19 @@ export class VerboseBucket {
 }
 
 /**
- * Waits as promises: fair (reservations queue in order) and never blocking. A wait's time is set
- * when it is reserved: `reset`, `addTokens` or a new configuration meanwhile do not shorten it
- * (as in Bucket4j). A wait that ends unserved (aborted, or its listener threw) returns its
- * tokens and makes the waits behind it again, against the bucket as it is then.
+ * Waits as promises: fair (reservations queue in order, and are served in that order) and never
+ * blocking. A wait's time is set when it is reserved: `reset`, `addTokens` or a new
+ * configuration meanwhile do not shorten it (as in Bucket4j). A wait that ends unserved
+ * (aborted, or its listener threw) returns its tokens and makes the waits behind it again,
+ * against the bucket as it is then; one whose time then comes first still waits for those ahead.
+ * With the built-in clocks a wait ends by the bucket's clock; with a time meter, by timers alone.
  */
 export class Scheduler {
   private constructor();
-  /** Resolves once `tokens` are consumed; on abort rejects with `signal.reason` and returns the tokens. */
+  /**
+   * Resolves once `tokens` are consumed. On abort rejects with `signal.reason` and returns the
+   * tokens; they are back in a microtask after the abort event, before the rejection is seen.
+   */
   consume(tokens: Tokens, options?: { signal?: AbortSignal }): Promise<void>;
   /** `false` at once if `tokens` cannot be had within `maxWait`; else `true` after the wait. */
   tryConsume(tokens: Tokens, maxWait: Duration, options?: { signal?: AbortSignal }): Promise<boolean>;

@@ -68,7 +68,10 @@ export class Scheduler {
   async #serve(tokens, wait, signal) {
     if (wait > 0) {
       const queue = waitingOn(this.#raw);
-      const reservation = { tokens, signal, returned: false, dueAt: 0, cancel: () => {}, schedule: null, fail: null, unwatch: () => {} };
+      const reservation = {
+        tokens, signal, returned: false, dueAt: 0, ready: false,
+        cancel: () => {}, schedule: null, serve: null, fail: null, unwatch: () => {},
+      };
       // Queued before onDelayed runs: a reservation the listener makes is behind this one, in
       // the queue as in the bucket's debts.
       queue.list.push(reservation);
@@ -89,9 +92,10 @@ export class Scheduler {
   }
 
   /**
-   * Waits out `reservation`, queued and reserved for `nanos`. Rejects with the signal's reason once
-   * it aborts (maybe already, by a listener's onDelayed), or with `RESERVATION_OVERFLOW` if moving
-   * it up finds its wait unbounded (see `#moveUp`).
+   * Waits out `reservation`, queued and reserved for `nanos`, and then for every wait ahead of it
+   * (see `#release`). Rejects with the signal's reason once it aborts (maybe already, by a
+   * listener's onDelayed), or with `RESERVATION_OVERFLOW` if moving it up finds its wait
+   * unbounded (see `#moveUp`).
    */
   #wait(queue, reservation, nanos) {
     const { signal } = reservation;
@@ -104,20 +108,22 @@ export class Scheduler {
         this.#leave(queue, reservation);
         reject(error);
       };
+      reservation.serve = resolve;
       const due = () => {
         // Node counts a timer from a clock cut to whole milliseconds, so it may fire up to a
         // millisecond early. A built-in clock is real time: the wait ends once it has passed.
-        const left = this.#clock.realTime ? reservation.dueAt - realNow() : 0;
+        const left = this.#clock.realTime ? reservation.dueAt - this.#timerNow() : 0;
         if (left > 0) {
           reservation.cancel = after(Math.ceil(left), due);
           return;
         }
-        this.#leave(queue, reservation);
-        resolve();
+        reservation.ready = true;
+        this.#release(queue);
       };
       reservation.schedule = (wait) => {
         reservation.cancel();
-        reservation.dueAt = realNow() + Number(wait) / 1e6;
+        reservation.ready = false;
+        reservation.dueAt = this.#timerNow() + Number(wait) / 1e6;
         reservation.cancel = after(timerMillis(wait), due);
       };
       if (signal?.aborted) {
@@ -127,6 +133,36 @@ export class Scheduler {
       if (signal) reservation.unwatch = onAbort(signal, aborted);
       reservation.schedule(nanos);
     });
+  }
+
+  /**
+   * Serves the waits at the head of the queue whose time has come, in order, up to the first
+   * still waiting. A wait is never served before one reserved ahead of it, even when its own time
+   * comes first: that happens once tokens come back (`reset`, `addTokens`, a new configuration)
+   * and an abort then remakes the waits behind the aborted one but not those ahead of it. A wait
+   * whose tokens went back with an abort not yet delivered (see `#moveUp`) is passed over.
+   */
+  #release(queue) {
+    for (let i = 0; i < queue.list.length; ) {
+      const first = queue.list[i];
+      if (first.returned) {
+        i++;
+      } else if (first.ready) {
+        this.#leave(queue, first);
+        first.serve();
+      } else {
+        return;
+      }
+    }
+  }
+
+  /**
+   * The time the waits' timers are measured against, in milliseconds: the bucket's own clock when
+   * it is a built-in one, so that a wait ends when the bucket has its tokens (and fake timers
+   * that fake `Date` alone end it too); else monotonic real time, as a manual clock may not move.
+   */
+  #timerNow() {
+    return this.#clock.realTime ? readClock(this.#clock) : realNow();
   }
 
   /** Takes `reservation` off the queue and its timer and signal; its index, or -1 if it was gone. */
@@ -177,15 +213,25 @@ export class Scheduler {
    * where it was and gives each its wait. A remade wait never ends later than first promised: it
    * comes out longer only if the bucket changed meanwhile (tokens taken ignoring limits, a new
    * configuration), and then it keeps its time; one whose wait has become unbounded fails with
-   * `RESERVATION_OVERFLOW` rather than go free.
+   * `RESERVATION_OVERFLOW` rather than go free. The waits whose time has come are then served,
+   * in order.
+   *
+   * A time meter that throws, or returns a time the bucket refuses, leaves the tokens taken and
+   * the waits as they were, which errs towards refusing: this runs in a microtask, where an
+   * error would reach no caller and end a Node process.
    */
   #moveUp(queue, leaving, later) {
-    let now;
     try {
-      now = readClock(this.#clock);
+      this.#remake(queue, leaving, later);
     } catch {
-      return; // a time meter that throws: the tokens stay taken, which errs towards refusing
+      // See above: nothing to undo, as each step either takes effect whole or not at all.
     }
+    this.#release(queue);
+  }
+
+  /** `#moveUp`'s work: returns the `leaving` tokens and makes the `later` waits again. */
+  #remake(queue, leaving, later) {
+    const now = readClock(this.#clock);
     const staying = [];
     for (const each of later) {
       if (each.returned) continue;
@@ -203,16 +249,14 @@ export class Scheduler {
     // One call for all: giving back a and then b ends where giving back a + b at once does.
     if (leaving.length > 0) ops.returnReserved(this.#raw, exactNumber(min(total(leaving), I64_MAX)), owed, now);
     if (staying.length === 0) return;
-    try {
-      ops.forceAddTokens(this.#raw, exactNumber(total(staying)), now); // one call: all or, past 64 bits, nothing
-    } catch {
-      return; // the waits keep their times, which errs towards refusing
-    }
+    // One call: all or, past 64 bits, nothing (and then the waits keep their times).
+    ops.forceAddTokens(this.#raw, exactNumber(total(staying)), now);
+    const timerNow = this.#timerNow();
     for (const each of staying) {
       const wait = ops.reserve(this.#raw, each.tokens, Infinity, now);
       if (wait === null) {
         each.fail(new EdgeBucketError('RESERVATION_OVERFLOW', `${each.tokens} tokens can no longer be reserved: the wait would be unbounded`));
-      } else if (Number(wait) / 1e6 < each.dueAt - realNow()) {
+      } else if (Number(wait) / 1e6 < each.dueAt - timerNow) {
         each.schedule(wait);
       }
     }
@@ -238,7 +282,7 @@ function waitingOn(raw) {
   return queue;
 }
 
-/** Monotonic milliseconds, as timers count: a wall-clock step must not decide a remade wait. */
+/** Monotonic milliseconds, as timers count: the waits' time with a custom time meter. */
 function realNow() {
   return globalThis.performance?.now?.() ?? Date.now();
 }
