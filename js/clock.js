@@ -1,7 +1,7 @@
 // Clocks: JS reads the time and passes it to wasm as one number per operation (or a BigInt
 // through the exchange). See docs/npm-package.md, "Time across the boundary".
 import { invalidArgument, EdgeBucketError } from './errors.js';
-import { integerArg, ARG_TIME } from './runtime.js';
+import { integerArg, ARG_TIME, describe } from './runtime.js';
 
 /**
  * @typedef {object} Clock
@@ -60,5 +60,5 @@ export function clockOption(option) {
   if (option === undefined || option === 'millis') return millisecondClock();
   if (option === 'nanos') return nanosecondClock();
   if (typeof option === 'function') return customClock(option);
-  throw invalidArgument(`clock must be 'millis', 'nanos' or a function returning nanoseconds, got ${String(option)}`);
+  throw invalidArgument(`clock must be 'millis', 'nanos' or a function returning nanoseconds, got ${describe(option)}`);
 }

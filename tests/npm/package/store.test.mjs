@@ -230,6 +230,7 @@ test('bad arguments throw EdgeBucketError and change nothing', () => {
     [() => new BucketStore({ configuration: limit(1, 1), idleGrace: 'soon' }), 'INVALID_DURATION'],
     [() => new BucketStore({ configuration: limit(1, 1), idleGrace: new Date() }), 'INVALID_DURATION'],
     [() => new BucketStore({ configuration: limit(1, 1), clock: 'sundial' }), 'INVALID_ARGUMENT'],
+    [() => new BucketStore({ configuration: limit(1, 1), clock: Object.create(null) }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({}), 'INVALID_ARGUMENT'],
     [() => new BucketStore(), 'INVALID_ARGUMENT'],
     [() => new BucketStore(null), 'INVALID_ARGUMENT'],
