@@ -81,11 +81,11 @@ pub struct StoreOptions {
     pub idle_grace: Duration,
     /// The most bytes of keys held, removed keys' included until compaction reclaims them
     /// (once they outweigh the live keys' bytes, or, when a new key finds the space full, once
-    /// they are an eighth of the bytes held and could hold it), rounded up to whole 64 KiB chunks: from 64 KiB to [`KEY_SPACE_BYTES`] (4 GiB, the
-    /// default). Past it a new key is refused with [`Error::KeySpaceFull`] (existing keys carry
-    /// on), where `max_keys` would evict: it bounds memory that long keys, which often come from
-    /// clients, could otherwise take. On wasm32 all memory is 4 GiB, so the bindings default to
-    /// less (1 GiB).
+    /// they are an eighth of the bytes held and could hold it), rounded up to whole 64 KiB chunks:
+    /// from 64 KiB to [`KEY_SPACE_BYTES`] (4 GiB, the default). Past it a new key is refused with
+    /// [`Error::KeySpaceFull`] (existing keys carry on), where `max_keys` would evict: it bounds
+    /// memory that long keys, which often come from clients, could otherwise take. On wasm32 all
+    /// memory is 4 GiB, so the bindings default to less (1 GiB).
     pub max_key_bytes: u64,
     /// The secret every seed of the key hash comes from. Keys often come from clients, so
     /// hosts should pass a random one (the wasm bindings use `getrandom`): with a known secret,

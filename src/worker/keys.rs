@@ -12,6 +12,12 @@ pub const MAX_KEY_BYTES: usize = 256;
 /// key, so a holder of the service key cannot drain or block a gateway user's bucket; admins can.
 pub const GATEWAY_PREFIX: &str = "gateway:";
 
+/// The key of a gateway bucket: `gateway:{policy}:{source}:{value}`, where `source` names what
+/// the value was read from (`ip`, `header`, `apikey`, `segment`, `constant`).
+pub fn gateway_key(policy: &str, source: &str, value: &str) -> String {
+    format!("{GATEWAY_PREFIX}{policy}:{source}:{value}")
+}
+
 /// The policy a gateway bucket's key names (`gateway:{policy}:…`); `None` for other keys.
 /// Policy names hold no `:`, so the first segment after the prefix is the whole name.
 pub fn gateway_policy(key: &str) -> Option<&str> {

@@ -166,7 +166,7 @@ fn check(spec: RouteSpec, policies: &Policies, api: &ApiPrefix) -> Result<Route,
     }
     // Checked per request too, where a bad constant would blame every client for it.
     if let KeySource::Constant { value } = &spec.key {
-        keys::check(&format!("{}{}:constant:{value}", keys::GATEWAY_PREFIX, spec.policy))
+        keys::check(&keys::gateway_key(&spec.policy, "constant", value))
             .map_err(|e| at(format!("the constant key is unusable: {}", e.message)))?;
     }
     if let KeySource::Segment { name } = &spec.key {
@@ -415,7 +415,7 @@ pub fn bucket_key(
         }
         KeySource::Constant { value } => ("constant", value.clone()),
     };
-    keys::check(&format!("{}{}:{source}:{value}", keys::GATEWAY_PREFIX, route.policy))
+    keys::check(&keys::gateway_key(&route.policy, source, &value))
 }
 
 /// `value` unless it is empty or only spaces and tabs.

@@ -31,6 +31,7 @@ pub(crate) struct KeyArena {
     max_chunks: usize,
 }
 
+#[cfg(test)]
 impl Default for KeyArena {
     fn default() -> Self {
         KeyArena::with_max_chunks(MAX_CHUNKS)
