@@ -85,11 +85,12 @@ export function sharedPacer(name, makePacer) {
       return;
     }
     if (data.type === 'grant' && data.to === me) {
-      const resolve = pending.get(data.id);
+      const question = pending.get(data.id);
       pending.delete(data.id);
-      if (resolve) {
+      if (question) {
+        clearTimeout(question.timer);
         if (data.grant.ok) holding.set(data.grant.ticket.id, data.grant.ticket);
-        resolve(data.grant);
+        question.resolve(data.grant);
       } else if (data.grant.ok) {
         post({ type: 'refund', ticket: data.grant.ticket });
       }
@@ -103,11 +104,12 @@ export function sharedPacer(name, makePacer) {
   function ask(demand) {
     const id = nextQuestion++;
     return new Promise((resolve) => {
-      pending.set(id, resolve);
-      post({ type: 'acquire', from: me, id, demand });
-      setTimeout(() => {
+      // Cleared once answered: a timer left running would keep a Node process alive for nothing.
+      const timer = setTimeout(() => {
         if (pending.delete(id)) resolve({ ok: false, wait: ASK_AGAIN, reason: 'leader' });
       }, ANSWER_WITHIN);
+      pending.set(id, { resolve, timer });
+      post({ type: 'acquire', from: me, id, demand });
     });
   }
 
@@ -143,7 +145,10 @@ export function sharedPacer(name, makePacer) {
       stepDown?.();
       leader = null;
       channel.close();
-      for (const resolve of pending.values()) resolve({ ok: false, wait: Infinity, reason: 'closed' });
+      for (const { resolve, timer } of pending.values()) {
+        clearTimeout(timer);
+        resolve({ ok: false, wait: Infinity, reason: 'closed' });
+      }
       pending.clear();
     },
   };

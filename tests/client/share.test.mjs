@@ -11,7 +11,8 @@ const node = process.env.EDGEBUCKET_NODE24;
 test('a follower refunds a grant that came too late and releases what it holds when it closes', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
   const child = spawnSync(node, [fileURLToPath(new URL('./follower-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 10_000 });
   assert.equal(child.status, 0, child.stderr);
-  const { late, granted, received } = JSON.parse(child.stdout);
+  const { late, granted, timersLeft, received } = JSON.parse(child.stdout);
+  assert.equal(timersLeft, 0, 'an answered question clears its timer');
   assert.deepEqual(late, { ok: false, wait: 50, reason: 'leader' }, 'no answer within 250 ms: ask again soon');
   assert.equal(granted, true);
   assert.deepEqual(received, [
