@@ -244,11 +244,11 @@ export class VerboseBucket {
 }
 
 /**
- * Waits as promises: fair (reservations queue in order, and are served in that order) and never
- * blocking. A wait's time is set when it is reserved: `reset`, `addTokens` or a new
- * configuration meanwhile do not shorten it (as in Bucket4j). A wait that ends unserved
- * (aborted, or its listener threw) returns its tokens and makes the waits behind it again,
- * against the bucket as it is then; one whose time then comes first still waits for those ahead.
+ * Waits as promises: fair (reservations queue in order) and never blocking. A wait's time is set
+ * when it is reserved: `reset`, `addTokens` or a new configuration meanwhile do not shorten it
+ * (as in Bucket4j). A wait that ends unserved (aborted, or its listener threw) returns its
+ * tokens and makes the waits behind it again, against the bucket as it is then, never due before
+ * those ahead of it; waits due at the same time are served in the order reserved.
  * With the built-in clocks a wait ends by the bucket's clock; with a time meter, by timers alone.
  */
 export class Scheduler {

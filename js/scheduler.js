@@ -92,8 +92,8 @@ export class Scheduler {
   }
 
   /**
-   * Waits out `reservation`, queued and reserved for `nanos`, and then for every wait ahead of it
-   * (see `#release`). Rejects with the signal's reason once it aborts (maybe already, by a
+   * Waits out `reservation`, queued and reserved for `nanos`, and for the waits ahead of it due
+   * no later (see `#release`). Rejects with the signal's reason once it aborts (maybe already, by a
    * listener's onDelayed), or with `RESERVATION_OVERFLOW` if moving it up finds its wait
    * unbounded (see `#moveUp`).
    */
@@ -120,11 +120,14 @@ export class Scheduler {
         reservation.ready = true;
         this.#release(queue);
       };
-      reservation.schedule = (wait) => {
+      // Due after `wait` nanoseconds, or at `notBefore` (timer milliseconds) if that is later.
+      reservation.schedule = (wait, notBefore = -Infinity) => {
         reservation.cancel();
         reservation.ready = false;
-        reservation.dueAt = this.#timerNow() + Number(wait) / 1e6;
-        reservation.cancel = after(timerMillis(wait), due);
+        const now = this.#timerNow();
+        const own = now + Number(wait) / 1e6;
+        reservation.dueAt = Math.max(own, notBefore);
+        reservation.cancel = after(own >= notBefore ? timerMillis(wait) : Math.ceil(notBefore - now), due);
       };
       if (signal?.aborted) {
         aborted();
@@ -136,22 +139,23 @@ export class Scheduler {
   }
 
   /**
-   * Serves the waits at the head of the queue whose time has come, in order, up to the first
-   * still waiting. A wait is never served before one reserved ahead of it, even when its own time
-   * comes first: that happens once tokens come back (`reset`, `addTokens`, a new configuration)
-   * and an abort then remakes the waits behind the aborted one but not those ahead of it. A wait
-   * whose tokens went back with an abort not yet delivered (see `#moveUp`) is passed over.
+   * Serves the waits whose timers have fired, except one behind a wait due no later than it:
+   * that one goes first (its timer may fire a little later, or fire early and be set again), and
+   * serving it releases this one. So waits due at the same time are served in the order they
+   * were reserved, as `#remake` leaves a remade wait. A wait due earlier than those ahead of it
+   * (reserved after a `reset` found tokens the earlier waits no longer needed) is not held: its
+   * time is what was promised. A wait whose tokens went back with an abort not yet delivered
+   * (see `#remake`) neither is served nor holds any.
    */
   #release(queue) {
-    for (let i = 0; i < queue.list.length; ) {
-      const first = queue.list[i];
-      if (first.returned) {
-        i++;
-      } else if (first.ready) {
-        this.#leave(queue, first);
-        first.serve();
+    let dueAhead = Infinity; // the earliest time a wait ahead, still unserved, is due
+    for (const each of [...queue.list]) {
+      if (each.returned) continue;
+      if (each.ready && each.dueAt < dueAhead) {
+        this.#leave(queue, each);
+        each.serve();
       } else {
-        return;
+        dueAhead = Math.min(dueAhead, each.dueAt);
       }
     }
   }
@@ -213,8 +217,8 @@ export class Scheduler {
    * where it was and gives each its wait. A remade wait never ends later than first promised: it
    * comes out longer only if the bucket changed meanwhile (tokens taken ignoring limits, a new
    * configuration), and then it keeps its time; one whose wait has become unbounded fails with
-   * `RESERVATION_OVERFLOW` rather than go free. The waits whose time has come are then served,
-   * in order.
+   * `RESERVATION_OVERFLOW` rather than go free, and none is due before a wait ahead of it. The
+   * waits whose time has come are then served (`#release`).
    *
    * A time meter that throws, or returns a time the bucket refuses, leaves the tokens taken and
    * the waits as they were, which errs towards refusing: this runs in a microtask, where an
@@ -251,14 +255,22 @@ export class Scheduler {
     if (staying.length === 0) return;
     // One call: all or, past 64 bits, nothing (and then the waits keep their times).
     ops.forceAddTokens(this.#raw, exactNumber(total(staying)), now);
+    const remade = new Set(staying);
     const timerNow = this.#timerNow();
-    for (const each of staying) {
-      const wait = ops.reserve(this.#raw, each.tokens, Infinity, now);
-      if (wait === null) {
-        each.fail(new EdgeBucketError('RESERVATION_OVERFLOW', `${each.tokens} tokens can no longer be reserved: the wait would be unbounded`));
-      } else if (Number(wait) / 1e6 < each.dueAt - timerNow) {
-        each.schedule(wait);
+    // A remade wait is not due before any wait ahead of it, remade or not: those ahead of the
+    // aborted one keep their times, though a `reset` may have paid their debts.
+    let dueAhead = -Infinity;
+    for (const each of [...queue.list]) {
+      if (each.returned) continue;
+      if (remade.has(each)) {
+        const wait = ops.reserve(this.#raw, each.tokens, Infinity, now);
+        if (wait === null) {
+          each.fail(new EdgeBucketError('RESERVATION_OVERFLOW', `${each.tokens} tokens can no longer be reserved: the wait would be unbounded`));
+          continue;
+        }
+        if (Math.max(timerNow + Number(wait) / 1e6, dueAhead) < each.dueAt) each.schedule(wait, dueAhead);
       }
+      dueAhead = Math.max(dueAhead, each.dueAt);
     }
   }
 }

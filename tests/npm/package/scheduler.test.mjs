@@ -266,6 +266,56 @@ test('a wait moved up after a reset and an abort is still not served before the 
   assert.equal(bucket.getAvailableTokens(), 10, 'full: the reset paid both debts, and nothing was taken twice');
 });
 
+test('on a real clock, a wait moved up to end with the one ahead of it is still served after it', async (t) => {
+  // The first timer set (the large wait's) fires 20 ms late, as on a busy event loop: the small
+  // wait's timer, due at the same time, fires first, and must wait for it.
+  const realSetTimeout = globalThis.setTimeout;
+  t.after(() => {
+    globalThis.setTimeout = realSetTimeout;
+  });
+  for (const precise of [false, true]) {
+    const builder = Bucket.builder().addLimit((l) => l.capacity(10).refillGreedy(200, '1s'));
+    const bucket = (precise ? builder.withNanosecondPrecision() : builder).build();
+    const scheduler = bucket.asScheduler();
+    bucket.tryConsume(10);
+    const order = [];
+    const controller = new AbortController();
+    let late = true;
+    globalThis.setTimeout = (callback, ms, ...rest) => {
+      const delay = late ? ms + 20 : ms;
+      late = false;
+      return realSetTimeout(callback, delay, ...rest);
+    };
+    const waits = [
+      scheduler.consume(10).then(() => order.push('large')), // 50 ms
+      scheduler.consume(5, { signal: controller.signal }).catch((e) => order.push(e.name)),
+      scheduler.consume(1).then(() => order.push('small')),
+    ];
+    bucket.reset();
+    controller.abort();
+    await Promise.all(waits);
+    globalThis.setTimeout = realSetTimeout;
+    assert.deepEqual(order, ['AbortError', 'large', 'small'], precise ? 'nanosecond clock' : 'millisecond clock');
+  }
+});
+
+test('a wait reserved after a reset ends at its own time, though earlier waits end later', async (t) => {
+  const { bucket, scheduler, advance } = scenario(t);
+  bucket.tryConsume(10);
+  const order = [];
+  const large = scheduler.consume(10).then(() => order.push('large')); // due at 1,000 ms
+  bucket.reset();
+  const granted = scheduler.tryConsume(15, '600ms'); // 10 now and 5 in 500 ms
+  await advance(499);
+  assert.deepEqual(order, []);
+  await advance(1);
+  assert.equal(await granted, true, 'within the 600 ms it was granted on');
+  assert.deepEqual(order, [], 'the large wait keeps its time');
+  await advance(500);
+  await large;
+  assert.deepEqual(order, ['large']);
+});
+
 test('a time meter that fails while an abort moves waits up leaves them as they were', async (t) => {
   t.mock.timers.enable({ apis: ['setTimeout'] });
   const clock = { t: 0 };
