@@ -35,11 +35,12 @@ export class Scheduler {
   async consume(tokens, options) {
     const signal = signalOption(options);
     signal?.throwIfAborted();
-    const wait = ops.reserve(this.#raw, tokens, Infinity, readClock(this.#clock));
+    const now = readClock(this.#clock);
+    const wait = ops.reserve(this.#raw, tokens, Infinity, now);
     if (wait === null) {
       throw new EdgeBucketError('RESERVATION_OVERFLOW', `${tokens} tokens cannot be reserved: the wait would be unbounded`);
     }
-    await this.#serve(tokens, wait, signal);
+    await this.#serve(tokens, wait, signal, now);
   }
 
   /**
@@ -55,17 +56,18 @@ export class Scheduler {
   async tryConsume(tokens, maxWait, options) {
     const signal = signalOption(options);
     signal?.throwIfAborted();
-    const wait = ops.reserve(this.#raw, tokens, durationNanos(maxWait), readClock(this.#clock));
+    const now = readClock(this.#clock);
+    const wait = ops.reserve(this.#raw, tokens, durationNanos(maxWait), now);
     if (wait === null) {
       this.#listener?.onRejected?.(tokens);
       return false;
     }
-    await this.#serve(tokens, wait, signal);
+    await this.#serve(tokens, wait, signal, now);
     return true;
   }
 
   // A wait that does not complete (aborted, or a listener threw) gives its tokens back.
-  async #serve(tokens, wait, signal) {
+  async #serve(tokens, wait, signal, now) {
     if (wait > 0) {
       const queue = waitingOn(this.#raw);
       const reservation = {
@@ -82,7 +84,7 @@ export class Scheduler {
         throw failure;
       }
       try {
-        await this.#wait(queue, reservation, wait);
+        await this.#wait(queue, reservation, wait, now);
       } catch (reason) {
         if (signal?.aborted) this.#listener?.onAborted?.(reason);
         throw reason;
@@ -97,7 +99,7 @@ export class Scheduler {
    * listener's onDelayed), or with `RESERVATION_OVERFLOW` if moving it up finds its wait
    * unbounded (see `#moveUp`).
    */
-  #wait(queue, reservation, nanos) {
+  #wait(queue, reservation, nanos, now) {
     const { signal } = reservation;
     return new Promise((resolve, reject) => {
       const aborted = () => {
@@ -112,7 +114,7 @@ export class Scheduler {
       const due = () => {
         // Node counts a timer from a clock cut to whole milliseconds, so it may fire up to a
         // millisecond early. A built-in clock is real time: the wait ends once it has passed.
-        const left = this.#clock.realTime ? reservation.dueAt - this.#timerNow() : 0;
+        const left = this.#clock.realTime ? reservation.dueAt - readClock(this.#clock) : 0;
         if (left > 0) {
           reservation.cancel = after(Math.ceil(left), due);
           return;
@@ -120,21 +122,22 @@ export class Scheduler {
         reservation.ready = true;
         this.#release(queue);
       };
-      // Due after `wait` nanoseconds, or at `notBefore` (timer milliseconds) if that is later.
-      reservation.schedule = (wait, notBefore = -Infinity) => {
+      // Due `wait` nanoseconds after `at` (the bucket's time it was reserved or remade at), or at
+      // `notBefore` (milliseconds, see `#millis`) if that is later.
+      reservation.schedule = (wait, at, notBefore = -Infinity) => {
         reservation.cancel();
         reservation.ready = false;
-        const now = this.#timerNow();
-        const own = now + Number(wait) / 1e6;
+        const from = this.#millis(at);
+        const own = from + Number(wait) / 1e6;
         reservation.dueAt = Math.max(own, notBefore);
-        reservation.cancel = after(own >= notBefore ? timerMillis(wait) : Math.ceil(notBefore - now), due);
+        reservation.cancel = after(own >= notBefore ? timerMillis(wait) : Math.ceil(notBefore - from), due);
       };
       if (signal?.aborted) {
         aborted();
         return;
       }
       if (signal) reservation.unwatch = onAbort(signal, aborted);
-      reservation.schedule(nanos);
+      reservation.schedule(nanos, now);
     });
   }
 
@@ -161,12 +164,14 @@ export class Scheduler {
   }
 
   /**
-   * The time the waits' timers are measured against, in milliseconds: the bucket's own clock when
-   * it is a built-in one, so that a wait ends when the bucket has its tokens (and fake timers
-   * that fake `Date` alone end it too); else monotonic real time, as a manual clock may not move.
+   * A time read from the bucket's clock, in milliseconds: what waits' `dueAt` are counted in. The
+   * bucket's own clock, so that due times compare as the bucket's waits do, also on a manual
+   * clock that tests move together with mocked timers, and a wait on a built-in clock ends when
+   * the bucket has its tokens. (Real time, which mocked timers do not move, made a remade wait
+   * due with the one ahead of it end later than first promised; found by a randomized review.)
    */
-  #timerNow() {
-    return this.#clock.realTime ? readClock(this.#clock) : realNow();
+  #millis(now) {
+    return this.#clock.unitIsMillis ? now : Number(now) / 1e6;
   }
 
   /** Takes `reservation` off the queue and its timer and signal; its index, or -1 if it was gone. */
@@ -256,7 +261,7 @@ export class Scheduler {
     // One call: all or, past 64 bits, nothing (and then the waits keep their times).
     ops.forceAddTokens(this.#raw, exactNumber(total(staying)), now);
     const remade = new Set(staying);
-    const timerNow = this.#timerNow();
+    const timerNow = this.#millis(now);
     // A remade wait is not due before any wait ahead of it, remade or not: those ahead of the
     // aborted one keep their times, though a `reset` may have paid their debts.
     let dueAhead = -Infinity;
@@ -268,7 +273,7 @@ export class Scheduler {
           each.fail(new EdgeBucketError('RESERVATION_OVERFLOW', `${each.tokens} tokens can no longer be reserved: the wait would be unbounded`));
           continue;
         }
-        if (Math.max(timerNow + Number(wait) / 1e6, dueAhead) < each.dueAt) each.schedule(wait, dueAhead);
+        if (Math.max(timerNow + Number(wait) / 1e6, dueAhead) < each.dueAt) each.schedule(wait, now, dueAhead);
       }
       dueAhead = Math.max(dueAhead, each.dueAt);
     }
@@ -292,11 +297,6 @@ function waitingOn(raw) {
   let queue = waiting.get(raw);
   if (queue === undefined) waiting.set(raw, (queue = { list: [], from: Infinity, withdrawn: [], pending: false }));
   return queue;
-}
-
-/** Monotonic milliseconds, as timers count: the waits' time with a custom time meter. */
-function realNow() {
-  return globalThis.performance?.now?.() ?? Date.now();
 }
 
 /** The `signal` of a scheduler call's options (`undefined` or `{ signal?: AbortSignal }`). */

@@ -266,6 +266,26 @@ test('a wait moved up after a reset and an abort is still not served before the 
   assert.equal(bucket.getAvailableTokens(), 10, 'full: the reset paid both debts, and nothing was taken twice');
 });
 
+test('a wait moved up to end with the one ahead of it ends with it, however long after it was reserved', async (t) => {
+  const { bucket, scheduler, advance } = scenario(t);
+  bucket.tryConsume(10);
+  const order = [];
+  const controller = new AbortController();
+  const waits = [
+    scheduler.consume(10).then(() => order.push('large')), // due at 1,000 ms
+    scheduler.consume(1, { signal: controller.signal }).catch((e) => order.push(e.name)),
+    scheduler.consume(1).then(() => order.push('small')), // due at 1,200 ms
+  ];
+  await advance(600);
+  bucket.reset();
+  controller.abort(); // at 600 ms: the small one is remade, due with the large one at 1,000 ms
+  await advance(399);
+  assert.deepEqual(order, ['AbortError']);
+  await advance(1);
+  await Promise.all(waits);
+  assert.deepEqual(order, ['AbortError', 'large', 'small'], 'at 1,000 ms, not 1,600');
+});
+
 test('on a real clock, a wait moved up to end with the one ahead of it is still served after it', async (t) => {
   // The first timer set (the large wait's) fires 20 ms late, as on a busy event loop: the small
   // wait's timer, due at the same time, fires first, and must wait for it.
