@@ -94,6 +94,7 @@ export class BandwidthBuilder {
   initialTokens(tokens: Tokens): this;
   /** Names the limit for configuration replacement. */
   id(id: string): this;
+  /** The limit in the JSON schema. */
   toJSON(): BandwidthSpec;
 }
 
@@ -102,7 +103,15 @@ export type Limit = ((limit: BandwidthBuilder) => BandwidthBuilder) | BandwidthB
 
 /** Builds a {@link BucketConfiguration}. */
 export class ConfigurationBuilder {
+  /**
+   * Adds a limit: a function given a {@link BandwidthBuilder} (Bucket4j's style), a
+   * BandwidthBuilder, or a bandwidth in the JSON schema. A wrong type throws `INVALID_ARGUMENT` at once.
+   */
   addLimit(limit: Limit): this;
+  /**
+   * Checks the limits in the core and returns the configuration: `EMPTY_CONFIGURATION` without
+   * any, `NON_POSITIVE_CAPACITY`, `INVALID_DURATION`, `DUPLICATE_BANDWIDTH_ID` and the like.
+   */
   build(): BucketConfiguration;
 }
 
@@ -122,10 +131,13 @@ export class BucketConfiguration {
   static fromJSON(spec: ConfigurationSpec): BucketConfiguration;
   /** In the JSON schema (durations as humantime strings). */
   toJSON(): ConfigurationSpec;
+  /** True when both describe the same limits. */
   equals(other: BucketConfiguration): boolean;
 }
 
+/** What `tryConsumeAndReturnRemaining` tells (Bucket4j's ConsumptionProbe). */
 export interface ConsumptionProbe {
+  /** Whether the tokens were consumed. */
   consumed: boolean;
   /** Tokens left, never negative. */
   remainingTokens: Exact;
@@ -135,26 +147,37 @@ export interface ConsumptionProbe {
   nanosToWaitForReset: Exact;
 }
 
+/** What `estimateAbilityToConsume` tells; nothing is consumed (Bucket4j's EstimationProbe). */
 export interface EstimationProbe {
+  /** Whether the tokens could be consumed now. */
   canBeConsumed: boolean;
   /** Tokens available, never negative. */
   remainingTokens: Exact;
+  /** 0 when they could be consumed; else nanoseconds until they could, `Infinity` if never. */
   nanosToWaitForRefill: Exact;
 }
 
+/** One limit's state, in configuration order. */
 export interface BandwidthDiagnostics {
+  /** The limit's id, `null` without one. */
   id: string | null;
   capacity: Exact;
+  /** Tokens the limit holds now: negative in debt, above capacity after `forceAddTokens`. */
   availableTokens: Exact;
+  /** Nanoseconds until the limit is full, 0 when it is. */
   nanosToFullRefill: Exact;
 }
 
+/** A bucket's state at one instant. */
 export interface Diagnostics {
+  /** The least of the limits' tokens: what `getAvailableTokens` gives. */
   availableTokens: Exact;
+  /** Nanoseconds until every limit is full. */
   nanosToFullRefill: Exact;
   bandwidths: BandwidthDiagnostics[];
 }
 
+/** An operation's result with the configuration and diagnostics right after it, at the same instant. */
 export interface VerboseResult<T> {
   value: T;
   configuration: BucketConfiguration;
@@ -175,10 +198,13 @@ export interface BucketListener {
 
 /** A listener with counters (Bucket4j's SimpleBucketListener). */
 export class SimpleListener implements BucketListener {
-  /** Numbers while exact, BigInts past 2^53. */
+  /** Tokens consumed. Every counter is a number while exact, a BigInt past 2^53. */
   consumed: Exact;
+  /** Tokens asked for and refused. */
   rejected: Exact;
+  /** Nanoseconds that scheduled waits were delayed by. */
   delayedNanos: Exact;
+  /** Scheduled waits aborted through their AbortSignal. */
   aborted: number;
   onConsumed(tokens: Tokens): void;
   onRejected(tokens: Tokens): void;
@@ -195,23 +221,53 @@ export class SimpleListener implements BucketListener {
  */
 export class Bucket {
   private constructor();
+  /** Starts building a bucket. */
   static builder(): BucketBuilder;
+  /** Consumes `tokens` (a positive integer) if every limit has them; whether it did. */
   tryConsume(tokens: Tokens): boolean;
+  /**
+   * As `tryConsume`, telling what is left and how long to wait.
+   *
+   * @example
+   * const probe = bucket.tryConsumeAndReturnRemaining(1);
+   * if (!probe.consumed) response.setHeader('Retry-After', Math.ceil(Number(probe.nanosToWaitForRefill) / 1e9));
+   */
   tryConsumeAndReturnRemaining(tokens: Tokens): ConsumptionProbe;
+  /** Whether `tokens` could be consumed now, without consuming them. */
   estimateAbilityToConsume(tokens: Tokens): EstimationProbe;
   /** Consumes every available token, at most `limit` (none or `Infinity`: no limit); how many. */
   tryConsumeAsMuchAsPossible(limit?: Tokens): Exact;
+  /** Gives `tokens` back: each limit gets `min(capacity, available + tokens)`. */
   addTokens(tokens: Tokens): void;
+  /** Adds `tokens`, beyond capacity if need be. */
   forceAddTokens(tokens: Tokens): void;
   /** Consumes whatever the limits; nanoseconds until the debt is repaid. */
   consumeIgnoringRateLimits(tokens: Tokens): Exact;
+  /** Tokens available now: the least over the limits, negative in debt. */
   getAvailableTokens(): Exact;
+  /** Fills every limit to capacity. */
   reset(): void;
+  /**
+   * Replaces the limits, carrying tokens over by `strategy`. Limits are matched by id; a limit
+   * without id matches the other configuration's only when each has at most one such limit. A
+   * limit without a match starts fresh.
+   *
+   * @example
+   * bucket.replaceConfiguration(stricter, TokensInheritanceStrategy.PROPORTIONALLY);
+   */
   replaceConfiguration(configuration: BucketConfiguration, strategy: TokensInheritanceStrategy): void;
   /** The configuration in force: one immutable object, the same until it is replaced. */
   getConfiguration(): BucketConfiguration;
+  /** Available tokens and time to full refill, overall and per limit. */
   getDiagnostics(): Diagnostics;
+  /** The same bucket, its operations returning `{ value, configuration, diagnostics }`. */
   asVerbose(): VerboseBucket;
+  /**
+   * The same bucket, with waits as promises that never block.
+   *
+   * @example
+   * await bucket.asScheduler().consume(5, { signal: AbortSignal.timeout(10_000) });
+   */
   asScheduler(): Scheduler;
   /** The same bucket (same tokens), reporting to `listener`; a hook that is not a function throws `INVALID_ARGUMENT`. */
   toListenable(listener: BucketListener): Bucket;
@@ -219,12 +275,17 @@ export class Bucket {
 
 /** Builds a {@link Bucket}. */
 export class BucketBuilder {
+  /** Adds a limit (see `ConfigurationBuilder.addLimit`). */
   addLimit(limit: Limit): this;
+  /** Uses this configuration instead of `addLimit` calls. */
   withConfiguration(configuration: BucketConfiguration): this;
+  /** Milliseconds from `Date.now()` (the default). */
   withMillisecondPrecision(): this;
+  /** Nanoseconds from `performance.now()`. */
   withNanosecondPrecision(): this;
   /** A manual clock: `() => nanoseconds`. */
   withCustomTimeMeter(meter: TimeMeter): this;
+  /** Checks the limits (as `ConfigurationBuilder.build`) and creates the bucket, full unless initial tokens say otherwise. */
   build(): Bucket;
 }
 
@@ -265,6 +326,7 @@ export class Scheduler {
 /** A store key: a string (its UTF-8 bytes) or bytes. At most 65,535 bytes. */
 export type Key = string | Uint8Array;
 
+/** What `new BucketStore(...)` takes; see {@link BucketStore}. */
 export interface StoreOptions {
   /** For every key, or a supplier called only for keys the store does not hold (new, or expired and swept) and outdated keys. */
   configuration: BucketConfiguration | ((key: Key) => BucketConfiguration);
@@ -304,16 +366,23 @@ export class BucketStore {
    * store.configure({ configuration: stricter, version: 2, strategy: TokensInheritanceStrategy.AS_IS });
    */
   configure(options: Pick<StoreOptions, 'configuration' | 'version' | 'strategy'>): void;
+  /** Consumes `tokens` from `key`'s bucket if it has them; whether it did. A new key gets a bucket. */
   tryConsume(key: Key, tokens: Tokens): boolean;
+  /** As `Bucket.tryConsumeAndReturnRemaining`, on `key`'s bucket. */
   tryConsumeAndReturnRemaining(key: Key, tokens: Tokens): ConsumptionProbe;
+  /** As `Bucket.estimateAbilityToConsume`, on `key`'s bucket. */
   estimateAbilityToConsume(key: Key, tokens: Tokens): EstimationProbe;
+  /** Tokens available in `key`'s bucket. */
   getAvailableTokens(key: Key): Exact;
   /** Whether `key` is held; false for a key over 65,535 bytes, which cannot be. */
   has(key: Key): boolean;
   /** Drops `key`; whether it was held (false for a key over 65,535 bytes). */
   delete(key: Key): boolean;
+  /** Drops every expired key now; how many. */
   removeExpired(): number;
+  /** Drops every key. The store keeps the memory they took for new keys; `free()` releases it. */
   clear(): void;
+  /** Keys held, expired keys not yet dropped included. */
   readonly size: number;
   /** Frees the store's wasm memory now; any later use throws `STORE_FREED`. */
   free(): void;
