@@ -14,8 +14,10 @@
 //!   under a lower version gets the current configuration on its next access, its tokens carried
 //!   over by the strategy.
 //! - **Idle expiry**: a key is expired once it has been full (every bandwidth at capacity) for
-//!   the idle grace, that is at its last activity plus the time to refill to maximum plus the
-//!   grace (Bucket4j's `basedOnTimeForRefillingBucketUpToMax`). As with a TTL in any store,
+//!   the idle grace, that is at its last consumption attempt plus the time to refill to maximum
+//!   plus the grace (Bucket4j's `basedOnTimeForRefillingBucketUpToMax`, from the last write). An
+//!   attempt refused by a full bucket (more tokens than a capacity) starts the grace again;
+//!   reads (available tokens, estimates) do not. As with a TTL in any store,
 //!   expiry is eventual: an insertion's sweep (two slots per insertion), the CLOCK hand and
 //!   [`BucketStore::remove_expired`] drop expired keys; until then a key keeps its bucket, and
 //!   after it the key starts afresh. A full bucket is indistinguishable from a fresh one when
@@ -77,7 +79,8 @@ use slots::{ExtraStates, PackedState, Slots};
 pub struct StoreOptions {
     /// The most keys held; an insertion beyond it evicts one. At least 1. Default 1,000,000.
     pub max_keys: usize,
-    /// How long a key is kept after its bucket is full again. Default 0.
+    /// How long a key is kept after its bucket is full again (and after its last consumption
+    /// attempt). Default 0.
     pub idle_grace: Duration,
     /// The most bytes of keys held, removed keys' included until compaction reclaims them
     /// (once they outweigh the live keys' bytes, or, when a new key finds the space full, once
@@ -244,10 +247,16 @@ impl BucketStore {
     pub fn supply(&mut self, key: &[u8], configuration: &BucketConfiguration, now: i64) -> Result<()> {
         check_key(key)?;
         let hash = self.hasher.hash(key);
-        let found = self.find(hash, key).filter(|&id| !self.remove_if_expired(id, now));
+        let found = self.find(hash, key);
         let entry = self.configurations.acquire(configuration, self.version);
         let outcome = match found {
             None => self.insert(hash, key, entry, now).map(|_| ()),
+            // Started afresh where it is: removing and inserting it again could find the key
+            // space full and lose a key the store held.
+            Some(id) if self.is_expired(id, now) => {
+                self.assign(id, entry, now, None);
+                Ok(())
+            }
             Some(id) if self.is_outdated(id) => self.replace(id, entry, now),
             Some(_) => Ok(()),
         };
@@ -504,7 +513,8 @@ impl BucketStore {
 
     /// Full since at least the idle grace: refilled to `now - grace`, every bandwidth is at
     /// capacity and at its initial tokens, so a fresh bucket would grant nothing more. A last
-    /// refill after `now - grace` (a clock that went back) is never expired.
+    /// refill after `now - grace` (a consumption attempt on the full bucket since, or a clock
+    /// that went back) is never expired.
     #[inline]
     fn is_expired(&self, id: u32, now: i64) -> bool {
         let slot = self.slots.get(id);
@@ -748,6 +758,22 @@ mod tests {
         store.try_consume(&big(b'c'), 1, 0).unwrap();
         assert!(store.contains_key(&big(b'b')) && store.contains_key(&big(b'c')));
         assert_eq!(store.get_available_tokens(&big(b'b'), 0), Ok(Some(9)));
+    }
+
+    #[test]
+    fn an_expired_outdated_key_is_supplied_in_place_when_the_key_space_is_full() {
+        let mut store = bounded(65_536);
+        store.configure(None, 0, TokensInheritanceStrategy::AsIs);
+        store.supply(b"a", &greedy(5, 1), 0).unwrap();
+        assert_eq!(store.try_consume(b"a", 1, 0), Ok(Some(true))); // not full, so not swept next
+        let long = vec![b'b'; MAX_KEY_BYTES];
+        store.supply(&long, &greedy(5, 1), 0).unwrap(); // the key space is now exactly full
+        store.configure(None, 1, TokensInheritanceStrategy::AsIs);
+        // Full again, so expired, and outdated: its supplier is asked.
+        assert_eq!(store.get_available_tokens(b"a", 10 * SEC), Ok(None));
+        store.supply(b"a", &greedy(7, 1), 10 * SEC).unwrap();
+        assert_eq!(store.get_available_tokens(b"a", 10 * SEC), Ok(Some(7)), "started afresh");
+        assert_eq!(store.len(), 2);
     }
 
     #[test]
