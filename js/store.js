@@ -26,13 +26,15 @@ import { consumptionProbe, estimationProbe } from './operations.js';
  *   rounded up to 64 KiB. Past it a new key is refused with `KEY_SPACE_FULL` while existing
  *   keys carry on: it bounds the memory long keys from clients could take, below the 4 GiB of
  *   wasm memory, whose exhaustion would break every bucket.
- * - `idleGrace` (default 0): a key expires once its bucket has been full that long (Bucket4j's
- *   expiry "time to refill to maximum" plus a grace). Expiry is eventual, as a TTL: insertions
- *   sweep a few keys each, eviction never spares an expired key, `removeExpired()` sweeps all. It is
- *   unobservable for greedy limits whose initial tokens are their capacity, while the
- *   configuration stays: after a version change an expired key starts afresh under the new
- *   configuration instead of carrying its tokens over by the strategy. A key that spent initial
- *   tokens above its capacity never expires: a fresh bucket would hand them out again.
+ * - `idleGrace` (default 0): a key expires once its bucket has been full that long, counted
+ *   from its last consumption attempt at the latest (Bucket4j's expiry "time to refill to
+ *   maximum" plus a grace, from the last write): an attempt a full bucket refuses starts the
+ *   grace again, reads do not. Expiry is eventual, as a TTL: insertions sweep a few keys each,
+ *   eviction never spares an expired key, `removeExpired()` sweeps all. It is unobservable for
+ *   greedy limits whose initial tokens are their capacity, while the configuration stays: after
+ *   a version change an expired key starts afresh under the new configuration instead of
+ *   carrying its tokens over by the strategy. A key that spent initial tokens above its capacity
+ *   never expires: a fresh bucket would hand them out again.
  * - `clock`: 'millis' (default, `Date.now()`), 'nanos', or a function returning nanoseconds.
  *
  * @example
@@ -101,27 +103,30 @@ export class BucketStore {
 
   /** Consumes `tokens` from `key`'s bucket if it has them; whether it did. */
   tryConsume(key, tokens) {
-    let status = this.#raw.tryConsume(writeKey(key), tokensArg(tokens), readClock(this.#clock));
-    if (status > STATUS_TRUE) status = this.#retry(status, key, () => this.#raw.tryConsume(writeKey(key), tokensArg(tokens), readClock(this.#clock)));
+    // Every operation reads the clock before it writes the key and the count: a time meter may
+    // use the package itself, which writes its own into the same exchange.
+    const now = readClock(this.#clock);
+    let status = this.#raw.tryConsume(writeKey(key), tokensArg(tokens), now);
+    if (status > STATUS_TRUE) status = this.#retry(status, key, (at) => this.#raw.tryConsume(writeKey(key), tokensArg(tokens), at));
     return status === STATUS_TRUE;
   }
 
   /** As `Bucket.tryConsumeAndReturnRemaining`, on `key`'s bucket. */
   tryConsumeAndReturnRemaining(key, tokens) {
-    const op = () => this.#raw.tryConsumeAndReturnRemaining(writeKey(key), tokensArg(tokens), readClock(this.#clock));
-    return consumptionProbe(this.#settle(op(), key, op));
+    const op = (now) => this.#raw.tryConsumeAndReturnRemaining(writeKey(key), tokensArg(tokens), now);
+    return consumptionProbe(this.#settle(op(readClock(this.#clock)), key, op));
   }
 
   /** As `Bucket.estimateAbilityToConsume`, on `key`'s bucket. */
   estimateAbilityToConsume(key, tokens) {
-    const op = () => this.#raw.estimateAbilityToConsume(writeKey(key), tokensArg(tokens), readClock(this.#clock));
-    return estimationProbe(this.#settle(op(), key, op));
+    const op = (now) => this.#raw.estimateAbilityToConsume(writeKey(key), tokensArg(tokens), now);
+    return estimationProbe(this.#settle(op(readClock(this.#clock)), key, op));
   }
 
   /** Tokens available in `key`'s bucket. */
   getAvailableTokens(key) {
-    const op = () => this.#raw.getAvailableTokens(writeKey(key), readClock(this.#clock));
-    this.#settle(op(), key, op);
+    const op = (now) => this.#raw.getAvailableTokens(writeKey(key), now);
+    this.#settle(op(readClock(this.#clock)), key, op);
     return result(0);
   }
 
@@ -170,7 +175,7 @@ export class BucketStore {
   #retry(status, key, again) {
     if (status === STATUS_NEEDS_CONFIGURATION) {
       this.#supply(key);
-      status = again();
+      status = again(readClock(this.#clock));
     }
     if (status > STATUS_TRUE) fail();
     return status;
@@ -179,7 +184,8 @@ export class BucketStore {
   #supply(key) {
     // A copy of a byte key: a supplier that changed the caller's bytes would change the key.
     const configuration = this.#supplier(key instanceof Uint8Array ? key.slice() : key);
-    this.#raw.supply(writeKey(key), rawConfiguration(configuration), readClock(this.#clock));
+    const now = readClock(this.#clock);
+    this.#raw.supply(writeKey(key), rawConfiguration(configuration), now);
   }
 }
 

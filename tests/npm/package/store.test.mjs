@@ -112,6 +112,22 @@ test('idle expiry: a key is dropped once its bucket has been full for the grace'
   assert.equal(store.size, 0);
 });
 
+test('a consumption attempt a full bucket refuses starts the grace again; reads do not', () => {
+  const { store, clock } = manual({ configuration: limit(10, 10), idleGrace: '10s' });
+  for (const key of ['tried', 'read']) store.getAvailableTokens(key); // full from 0
+  clock.t = 9 * SEC;
+  assert.equal(store.tryConsume('tried', 11), false);
+  assert.equal(store.getAvailableTokens('read'), 10);
+  assert.equal(store.estimateAbilityToConsume('read', 11).canBeConsumed, false);
+  clock.t = 10 * SEC;
+  assert.equal(store.removeExpired(), 1);
+  assert.deepEqual([store.has('tried'), store.has('read')], [true, false]);
+  clock.t = 19 * SEC - 1;
+  assert.equal(store.removeExpired(), 0);
+  clock.t = 19 * SEC;
+  assert.equal(store.removeExpired(), 1);
+});
+
 test('expiry is eventual, and forgets what Bucket4j forgets: initial tokens below capacity come back', () => {
   const { store, clock } = manual({ configuration: limit(10, 10, (l) => l.initialTokens(0)) });
   assert.equal(store.getAvailableTokens('k'), 0);
@@ -338,7 +354,8 @@ test('a BigInt left by a call that threw before reaching wasm is never read in p
     },
   });
   clock.broken = true;
-  // The token count (a BigInt, left in the exchange) is read before the clock, which throws.
+  // The clock throws before anything is written; were the count written first, its BigInt
+  // would be left in the exchange for the next call.
   assert.throws(() => store.tryConsume('k', 5n), /the clock broke/);
   clock.broken = false;
   assert.throws(() => store.tryConsume('k', NaN), { code: 'INVALID_ARGUMENT' });
@@ -351,4 +368,23 @@ test('well-formed non-ASCII keys, surrogate pairs included, are distinct keys', 
   for (const key of ['😀', '\uFFFD', 'é', 'e\u0301']) assert.equal(store.tryConsume(key, 1), true, key);
   assert.equal(store.size, 4);
   assert.equal(store.tryConsume('😀', 1), false, 'the first key is empty');
+});
+
+test('a time meter that uses the package does not change the key or the count of the operation', () => {
+  const audit = new BucketStore({ configuration: limit(10, 10) });
+  const side = Bucket.builder().addLimit((l) => l.capacity(10).refillGreedy(10, '1s')).build();
+  const clock = () => {
+    audit.has('zz'); // writes its own key into the shared exchange
+    side.tryConsume(1n); // and a BigInt count
+    return 0;
+  };
+  const store = new BucketStore({ configuration: limit(10, 10), clock });
+  assert.equal(store.tryConsume('K', 4n), true);
+  assert.deepEqual([store.has('K'), store.has('z'), store.has('zz')], [true, false, false]);
+  assert.equal(store.getAvailableTokens('K'), 6);
+  assert.equal(store.tryConsumeAndReturnRemaining('K', 2n).remainingTokens, 4);
+  assert.equal(store.estimateAbilityToConsume('K', 5n).canBeConsumed, false);
+  const supplied = new BucketStore({ configuration: () => limit(3, 1), clock });
+  assert.equal(supplied.tryConsume('S', 3n), true);
+  assert.deepEqual([supplied.has('S'), supplied.getAvailableTokens('S')], [true, 0]);
 });
