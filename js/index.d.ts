@@ -338,7 +338,10 @@ export interface StoreOptions {
    * Past it a new key is refused with `KEY_SPACE_FULL`; existing keys carry on.
    */
   maxKeyBytes?: number;
-  /** How long a full bucket is kept before it may be swept (default 0). Expiry is eventual. */
+  /**
+   * How long a full bucket is kept before it may be swept (default 0), counted from its last
+   * consumption attempt at the latest: one a full bucket refuses starts it again. Expiry is eventual.
+   */
   idleGrace?: Duration;
   /** Configuration version, a whole number from 0 to 2^53 - 1 (default 0; left out in `configure`, the current one stays). */
   version?: number;
