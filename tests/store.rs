@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use edgebucket::{
-    Bandwidth, BucketConfiguration, BucketStore, StoreOptions, TokenBucket, TokensInheritanceStrategy as Inherit,
+    Bandwidth, BucketConfiguration, BucketStore, Error, StoreOptions, TokenBucket, TokensInheritanceStrategy as Inherit,
 };
 use proptest::prelude::*;
 
@@ -51,8 +51,11 @@ fn strategy() -> impl Strategy<Value = Inherit> {
     prop_oneof![Just(Inherit::Reset), Just(Inherit::Proportionally), Just(Inherit::AsIs), Just(Inherit::Additive)]
 }
 
+/// Keys in play: 0 to 5.
+const KEYS: usize = 6;
+
 fn op() -> impl Strategy<Value = Op> {
-    let key = 0u8..5;
+    let key = 0u8..KEYS as u8;
     prop_oneof![
         4 => (key.clone(), 1i64..12).prop_map(|(k, n)| Op::TryConsume(k, n)),
         2 => (key.clone(), 1i64..12).prop_map(|(k, n)| Op::Probe(k, n)),
@@ -103,20 +106,80 @@ impl Model {
     }
 }
 
-fn run(pool: Vec<BucketConfiguration>, max_keys: usize, steps: Vec<(i64, Op)>) -> Result<(), TestCaseError> {
-    let mut store = BucketStore::new(StoreOptions { max_keys, hash_seed: 7, ..StoreOptions::default() }).unwrap();
-    store.configure(Some(pool[0].clone()), 0, Inherit::Reset);
+/// How a run's store is set up.
+#[derive(Debug, Clone, Copy)]
+struct Setup {
+    max_keys: usize,
+    /// No default configuration: the test supplies one whenever the store asks (`supply`).
+    supplied: bool,
+    /// Key 5 is 65,530 bytes in a key space of 65,536, so it and the short keys cannot all be
+    /// held: a new key may be refused with `KEY_SPACE_FULL`, a held key never.
+    long_key: bool,
+}
+
+impl Setup {
+    fn key(&self, k: u8) -> Vec<u8> {
+        if self.long_key && k == 5 {
+            vec![b'L'; 65_530]
+        } else {
+            vec![b'k', k]
+        }
+    }
+}
+
+/// `op` on the store; a key the store asks a configuration for gets `current`, then `op` again.
+fn ask<T>(
+    store: &mut BucketStore,
+    key: &[u8],
+    current: &BucketConfiguration,
+    now: i64,
+    mut op: impl FnMut(&mut BucketStore) -> Result<Option<T>, Error>,
+) -> Result<Option<T>, Error> {
+    match op(store)? {
+        None => {
+            store.supply(key, current, now)?;
+            op(store)
+        }
+        answer => Ok(answer),
+    }
+}
+
+/// The store's answer against the model's. A refused key must be a new one refused for room;
+/// the model then forgets the bucket it made for it.
+fn settle<T: PartialEq + std::fmt::Debug>(
+    answer: Result<Option<T>, Error>,
+    expected: T,
+    held: bool,
+    model: &mut Model,
+    k: u8,
+) -> Result<(), TestCaseError> {
+    match answer {
+        Ok(answer) => prop_assert_eq!(answer, Some(expected)),
+        Err(error) => {
+            prop_assert!(!held && error.code() == "KEY_SPACE_FULL", "key {} (held: {}): {}", k, held, error);
+            model.buckets.remove(&k);
+        }
+    }
+    Ok(())
+}
+
+fn run(pool: Vec<BucketConfiguration>, setup: Setup, steps: Vec<(i64, Op)>) -> Result<(), TestCaseError> {
+    let max_key_bytes = if setup.long_key { 65_536 } else { StoreOptions::default().max_key_bytes };
+    let options = StoreOptions { max_keys: setup.max_keys, max_key_bytes, hash_seed: 7, ..StoreOptions::default() };
+    let mut store = BucketStore::new(options).unwrap();
+    let default = |configuration: BucketConfiguration| (!setup.supplied).then_some(configuration);
+    store.configure(default(pool[0].clone()), 0, Inherit::Reset);
     let mut model = Model { buckets: HashMap::new(), pool, version: 0, strategy: Inherit::Reset };
-    let may_evict = max_keys < 5; // five keys in play
+    let may_evict = setup.max_keys < KEYS;
     let mut now = 0;
     for (step, op) in steps {
         now += step;
-        let key = |k: u8| [b'k', k];
+        let current = model.current();
         match op {
             Op::Reconfigure(strategy) => {
                 model.version += 1;
                 model.strategy = strategy;
-                store.configure(Some(model.current()), model.version, strategy);
+                store.configure(default(model.current()), model.version, strategy);
             }
             Op::Clear => {
                 store.clear();
@@ -124,31 +187,36 @@ fn run(pool: Vec<BucketConfiguration>, max_keys: usize, steps: Vec<(i64, Op)>) -
                 prop_assert_eq!(store.len(), 0);
             }
             Op::Remove(k) => {
-                let held = store.contains_key(&key(k));
-                prop_assert_eq!(store.remove(&key(k)), held);
+                let held = store.contains_key(&setup.key(k));
+                prop_assert_eq!(store.remove(&setup.key(k)), held);
                 model.buckets.remove(&k);
             }
             Op::TryConsume(k, n) => {
-                let expected =
-                    model.bucket(k, store.contains_key(&key(k)), may_evict, now)?.try_consume(n, now).unwrap();
-                prop_assert_eq!(store.try_consume(&key(k), n, now).unwrap(), Some(expected));
+                let (key, held) = (setup.key(k), store.contains_key(&setup.key(k)));
+                let expected = model.bucket(k, held, may_evict, now)?.try_consume(n, now).unwrap();
+                let answer = ask(&mut store, &key, &current, now, |s| s.try_consume(&key, n, now));
+                settle(answer, expected, held, &mut model, k)?;
             }
             Op::Probe(k, n) => {
-                let bucket = model.bucket(k, store.contains_key(&key(k)), may_evict, now)?;
-                let expected = bucket.try_consume_and_return_remaining(n, now).unwrap();
-                prop_assert_eq!(store.try_consume_and_return_remaining(&key(k), n, now).unwrap(), Some(expected));
+                let (key, held) = (setup.key(k), store.contains_key(&setup.key(k)));
+                let expected = model.bucket(k, held, may_evict, now)?.try_consume_and_return_remaining(n, now).unwrap();
+                let answer = ask(&mut store, &key, &current, now, |s| s.try_consume_and_return_remaining(&key, n, now));
+                settle(answer, expected, held, &mut model, k)?;
             }
             Op::Estimate(k, n) => {
-                let bucket = model.bucket(k, store.contains_key(&key(k)), may_evict, now)?;
-                let expected = bucket.estimate_ability_to_consume(n, now).unwrap();
-                prop_assert_eq!(store.estimate_ability_to_consume(&key(k), n, now).unwrap(), Some(expected));
+                let (key, held) = (setup.key(k), store.contains_key(&setup.key(k)));
+                let expected = model.bucket(k, held, may_evict, now)?.estimate_ability_to_consume(n, now).unwrap();
+                let answer = ask(&mut store, &key, &current, now, |s| s.estimate_ability_to_consume(&key, n, now));
+                settle(answer, expected, held, &mut model, k)?;
             }
             Op::Available(k) => {
-                let expected = model.bucket(k, store.contains_key(&key(k)), may_evict, now)?.get_available_tokens(now);
-                prop_assert_eq!(store.get_available_tokens(&key(k), now).unwrap(), Some(expected));
+                let (key, held) = (setup.key(k), store.contains_key(&setup.key(k)));
+                let expected = model.bucket(k, held, may_evict, now)?.get_available_tokens(now);
+                let answer = ask(&mut store, &key, &current, now, |s| s.get_available_tokens(&key, now));
+                settle(answer, expected, held, &mut model, k)?;
             }
         }
-        prop_assert!(store.len() <= max_keys);
+        prop_assert!(store.len() <= setup.max_keys);
     }
     Ok(())
 }
@@ -163,7 +231,19 @@ proptest! {
         max_keys in 1usize..8,
         steps in proptest::collection::vec((0i64..1500 * MS, op()), 1..60),
     ) {
-        run(pool, max_keys, steps)?;
+        run(pool, Setup { max_keys, supplied: false, long_key: false }, steps)?;
+    }
+
+    /// The same with every configuration supplied per key, and a key space too small for all
+    /// the keys: a held key is never refused, a refused new key changes nothing.
+    #[test]
+    fn supplied_keys_in_a_full_key_space_behave_like_token_buckets(
+        pool in proptest::collection::vec(configuration(), 1..4),
+        max_keys in 1usize..8,
+        supplied in any::<bool>(),
+        steps in proptest::collection::vec((0i64..1500 * MS, op()), 1..60),
+    ) {
+        run(pool, Setup { max_keys, supplied, long_key: true }, steps)?;
     }
 
     /// With greedy refill, initial tokens at capacity and no eviction, expiry is unobservable:
