@@ -181,7 +181,8 @@ export function createClient(options) {
   const retryDelay = (job, response, observation) => {
     const { retry } = config;
     if (!job.retryable || job.attempt >= retry.limit || !retry.statusCodes.includes(response.status)) return null;
-    const { retryAfter } = observation;
+    // A Retry-After of 0 (or a past date) names no wait: as if there were none.
+    const retryAfter = observation.retryAfter > 0 ? observation.retryAfter : undefined;
     if (retryAfter !== undefined && retryAfter > retry.maxRetryAfter) return null;
     // A 429 without Retry-After leaves the wait to the pacer (its r/t, or the 429 learner).
     const delay = retryAfter ?? (response.status === 429 ? 0 : Math.min(retry.backoffLimit, 300 * 2 ** job.attempt));
@@ -221,7 +222,7 @@ export function createClient(options) {
         job.attempt += 1;
         // A Retry-After on a 429 or 503 already blocks the scope in the pacer (with jitter);
         // other delays are ours.
-        const paced = observation.retryAfter !== undefined && BLOCKING_STATUSES.has(response.status);
+        const paced = observation.retryAfter > 0 && BLOCKING_STATUSES.has(response.status);
         job.notBefore = !paced && delay > 0 ? clock() + delay * (1 + config.jitter * config.random()) : 0;
       }
     } finally {

@@ -321,11 +321,15 @@ export class Pacer {
 
   // ---- learning ----
 
-  /** A Retry-After on a 429 or 503 blocks the scope; whether there was one. */
+  /**
+   * A Retry-After on a 429 or 503 blocks the scope; whether it named a wait. A zero one (or a
+   * date already past) names none: taken as told, a 429 would switch off every backoff and the
+   * client would retry as fast as the server refuses.
+   */
   #obeyRetryAfter(scope, status, observation, now) {
     const retryAfter = BLOCKING_STATUSES.has(status) ? observation.retryAfter : undefined;
     if (retryAfter !== undefined) scope.blockedUntil = Math.max(scope.blockedUntil, now + this.#stretched(retryAfter));
-    return retryAfter !== undefined;
+    return retryAfter > 0;
   }
 
   #learnFrom(scope, record, status, observation, now) {
@@ -367,10 +371,11 @@ export class Pacer {
       const flight = record === undefined ? 0 : Math.min(now - record.at, 1000);
       this.#holdUntilReset(limit, { remaining, estimate, cost, flight, resetSlack }, seen.reset, now);
     }
-    // A 429 says when quota returns only with a reset, or with a window that paces (a bucket: a
-    // quota of 0 makes none); else the window is a guess, and the 429 learner must slow the scope.
+    // A 429 says when quota returns only with a reset still ahead, or with a window that paces (a
+    // bucket: a quota of 0 makes none); else the window is a guess, and the 429 learner must slow
+    // the scope.
     const windowKnown = limit.window !== undefined || limit.longestReset > 0;
-    return status !== 429 || seen.reset !== undefined || (limit.bucket !== null && windowKnown);
+    return status !== 429 || seen.reset > 0 || (limit.bucket !== null && windowKnown);
   }
 
   /** (Re)configures a limit's bucket from what is known; a window never told is guessed from resets. */

@@ -125,6 +125,8 @@ test('a retry that its timeout would cut is not made: the response that asked fo
     { status: 429, headers: { 'retry-after': '1' }, timeout: 1050 },
     // A 503's own backoff fits the timeout, but not once jittered (300 ms × 1.099).
     { status: 503, headers: {}, timeout: 320 },
+    // A Retry-After of 0 names no wait: the 503's own backoff, as above.
+    { status: 503, headers: { 'retry-after': '0' }, timeout: 320 },
   ];
   for (const { status, headers, timeout } of answers) {
     let calls = 0;

@@ -507,6 +507,31 @@ test('429s that say nothing: the learner measures the success rate, then backs o
   assert.equal(pacer.acquire(demand()).reason, 'retry-after');
 });
 
+test('a 429 whose wait is zero or past says nothing: the learner slows the scope, and backs off', () => {
+  const zeroWaits = {
+    'Retry-After 0': { 'retry-after': '0' },
+    'Retry-After before Date': { 'retry-after': 'Sat, 01 Jan 2000 00:00:00 GMT', date: 'Sat, 01 Jan 2000 00:00:10 GMT' },
+    'r=0;t=0 without a policy': { ratelimit: '"a";r=0;t=0' },
+    't=0 alone': { ratelimit: '"a";t=0' },
+    'X-RateLimit reset 0': { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '0' },
+  };
+  for (const [name, headers] of Object.entries(zeroWaits)) {
+    const { pacer, clock } = setup();
+    learn(pacer, {});
+    clock.t += 1000;
+    pacer.observe(pacer.acquire(demand()).ticket, 429, seen(headers));
+    const first = pacer.acquire(demand());
+    assert.equal(first.ok, false, `${name}: not sent again at once`);
+    assert.ok(first.wait >= 500, `${name}: waits ${first.wait} ms`);
+    const rate = pacer.snapshot().scopes[0].learnedRate;
+    clock.t += first.wait;
+    pacer.observe(pacer.acquire(demand()).ticket, 429, seen(headers));
+    assert.ok(Math.abs(pacer.snapshot().scopes[0].learnedRate - rate * 0.75) < 1e-9, `${name}: slowed again`);
+    const second = pacer.acquire(demand());
+    assert.ok(!second.ok && second.wait >= 500, `${name}: waits ${second.wait} ms`);
+  }
+});
+
 /** A pacer whose first answer after the probe was a 429 without headers, a second later. */
 function afterASilent429() {
   const { pacer, clock } = setup();
