@@ -47,10 +47,18 @@ function utc(year, monthName, day, hours, minutes, seconds) {
   const [h, m, s] = [+hours, +minutes, +seconds];
   if (month < 0 || day < 1 || h > 23 || m > 59 || s > 60) return undefined;
   // A leap second (60) is kept as the next second's start.
-  const time = Date.UTC(year, month, day, h, m, 0) + s * 1000;
-  // Date.UTC rolls 31 Feb over into March: a date that moved is not a date.
-  if (new Date(Date.UTC(year, month, day)).getUTCDate() !== day) return undefined;
+  const time = utcMillis(year, month, day, h, m) + s * 1000;
+  // 31 Feb rolls over into March: a date that moved is not a date.
+  if (new Date(utcMillis(year, month, day)).getUTCDate() !== day) return undefined;
   return time;
+}
+
+/** Epoch ms of a UTC date and time. (Date.UTC would read the years 0 to 99 as 1900 to 1999.) */
+function utcMillis(year, month, day, hours = 0, minutes = 0) {
+  const date = new Date(0);
+  date.setUTCFullYear(year, month, day);
+  date.setUTCHours(hours, minutes, 0, 0);
+  return date.getTime();
 }
 
 // 2026-11-21T17:00:00Z, with optional fraction and offset: what some servers put in reset fields.
@@ -67,7 +75,7 @@ export function parseRfc3339(text) {
   if (!m) return undefined;
   const [year, month, day, h, min, s] = m.slice(1, 7).map(Number);
   if (month < 1 || month > 12 || day < 1 || h > 23 || min > 59 || s > 60) return undefined;
-  if (new Date(Date.UTC(year, month - 1, day)).getUTCDate() !== day) return undefined;
+  if (new Date(utcMillis(year, month - 1, day)).getUTCDate() !== day) return undefined;
   const fraction = m[7] ? Math.floor(Number(m[7]) * 1000) : 0;
   let offset = 0;
   if (m[8].length > 1) {
@@ -76,5 +84,5 @@ export function parseRfc3339(text) {
     if (oh > 23 || om > 59) return undefined;
     offset = sign * (oh * 60 + om) * 60_000;
   }
-  return Date.UTC(year, month - 1, day, h, min, 0) + s * 1000 + fraction - offset;
+  return utcMillis(year, month - 1, day, h, min) + s * 1000 + fraction - offset;
 }

@@ -91,7 +91,7 @@ export function readHeaders(headers, { now = Date.now() } = {}) {
   // A cached response's quota fields describe the past (draft-10 §7.3). Its Retry-After still
   // holds, counted from when the origin answered (its Date, or delay-seconds from then): less
   // the time the response spent in the cache, unless a date was read against our own clock.
-  const age = Number(singleton(get('age')));
+  const age = readAge(singleton(get('age')));
   if (age > 0) {
     observation.cached = true;
     const dateAgainstOurClock = date === undefined && !isDelaySeconds(retryAfterField);
@@ -435,6 +435,11 @@ function resetFrom(number, serverNow) {
 }
 
 // ---- Retry-After ----
+
+/** `Age`: delta-seconds, digits only (RFC 9111 §5.1); anything else is no age. */
+function readAge(value) {
+  return value != null && /^\d+$/.test(value.trim()) ? Number(value) : 0;
+}
 
 function isDelaySeconds(value) {
   return value != null && /^\d+(\.\d+)?$/.test(value.trim());

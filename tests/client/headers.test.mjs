@@ -245,6 +245,13 @@ test('Retry-After with RateLimit: both are read (the pacer gives Retry-After pre
   assert.deepEqual(seen.limits, [limit({ policy: 'dynamic', quota: 100, window: 60 * S, remaining: 15, reset: 40 * S })]);
 });
 
+test('a four-digit year is that year, below 100 too (Date.UTC would add 1900)', () => {
+  // Against a server Date of year 50, ten seconds later is ten seconds, not 1950's distance.
+  assert.equal(read({ date: 'Sat, 21 Nov 0050 13:00:00 GMT', 'retry-after': 'Sat, 21 Nov 0050 13:00:10 GMT' }).retryAfter, 10 * S);
+  const seen = read({ date: 'Sat, 21 Nov 0050 13:00:00 GMT' });
+  assert.equal(seen.date, -60_561_255_600_000); // 0050-11-21T13:00:00Z
+});
+
 test('an RFC 850 two-digit year more than 50 years ahead is the last century', () => {
   assert.equal(read({ 'retry-after': 'Sunday, 06-Nov-94 08:49:37 GMT' }).retryAfter, 0);
   const seen = read({ date: 'Sun, 06 Nov 1994 08:49:30 GMT', 'retry-after': 'Sunday, 06-Nov-94 08:49:37 GMT' });
@@ -294,6 +301,10 @@ test('a cached response keeps its Retry-After, less its time in the cache', () =
   // Without a Date it is read against our clock, which the time in the cache does not concern.
   assert.equal(read({ age: '2', 'retry-after': 'Sat, 21 Nov 2026 13:00:10 GMT' }).retryAfter, 8 * S);
   assert.equal(read({ age: 'soon', 'retry-after': '5', ratelimit: '"a";r=0;t=5' }).limits.length, 1, 'an unreadable Age is none');
+  // Age is digits only (RFC 9111 §5.1): what Number() would also take is no Age either.
+  for (const age of ['0.5', '0x10', '1e3', 'Infinity', '-1']) {
+    assert.equal(read({ age, ratelimit: '"a";r=0;t=5' }).limits.length, 1, age);
+  }
 });
 
 // ---- malformed and hostile ----
