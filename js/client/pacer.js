@@ -604,19 +604,23 @@ function settle(limit, id) {
 }
 
 /**
- * Caps a limit's level at its quota less what is in flight (docs/client.md, section
- * "In flight at capacity"). The server counts a request when it arrives, the local bucket when it
- * leaves; while the server is full it loses refill that the local bucket, already charged, would
- * gain, so pacing would run ahead of the server by the flight time. Capping the level plus the
- * requests in flight at the quota, at every event that reads the level or ends a flight, counts
- * each request as if it arrived only when answered: never earlier than the server counted it.
+ * Keeps a limit's level between what is in flight and its quota less that (docs/client.md,
+ * "In flight at capacity" and "A lowered quota"). The server counts a request when it arrives,
+ * the local bucket when it leaves; while the server is full it loses refill that the local
+ * bucket, already charged, would gain, so pacing would run ahead of the server by the flight
+ * time. Capping the level plus the requests in flight at the quota, at every event that reads the
+ * level or ends a flight, counts each request as if it arrived only when answered: never earlier
+ * than the server counted it. And a server never holds less than nothing: a debt beyond what is
+ * in flight (corrections that counted on requests the server then refused) is forgiven.
  */
 function keepRoomForInflight(limit) {
-  if (limit.bucket === null || !(limit.quota >= 1) || limit.inflight.size === 0) return;
+  if (limit.bucket === null || !(limit.quota >= 1)) return;
   let inflight = 0;
   for (const { cost } of limit.inflight.values()) inflight += cost;
+  const level = Number(limit.bucket.getAvailableTokens());
   const room = limit.quota - inflight;
-  if (Number(limit.bucket.getAvailableTokens()) >= room) setLevel(limit.bucket, room, limit.quota);
+  if (inflight > 0 && level >= room) setLevel(limit.bucket, room, limit.quota);
+  else if (level < -inflight) setLevel(limit.bucket, -inflight, limit.quota);
 }
 
 /** Nanoseconds until `tokens` are there, as a number (Infinity if never). */

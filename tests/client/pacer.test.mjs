@@ -330,6 +330,23 @@ test('a changed policy replaces the configuration, keeping tokens as they are (A
   assert.equal(pacer.acquire(demand()).ok, true);
 });
 
+test('a quota lowered while requests are out: their refusals leave no debt beyond one refill', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, { 'ratelimit-policy': '"p";q=100;w=10', ratelimit: '"p";r=99;t=0' });
+  const { tickets } = drain(pacer, demand(), 50);
+  assert.equal(tickets.length, 50);
+  clock.t = 50;
+  // The server now allows 5 per 10 s, none left: it takes the first and refuses the rest.
+  const lowered = { 'ratelimit-policy': '"p";q=5;w=10', ratelimit: '"p";r=0;t=2' };
+  for (const [i, ticket] of tickets.entries()) pacer.observe(ticket, i === 0 ? 200 : 429, seen(lowered));
+  // It holds nothing it could owe: the next token, 2 s away, not 49 tokens of debt (98 s).
+  const next = pacer.acquire(demand());
+  assert.deepEqual([next.ok, next.reason], [false, 'policy']);
+  assert.ok(next.wait <= 2000, `waits ${next.wait} ms`);
+  clock.t += next.wait;
+  assert.equal(pacer.acquire(demand()).ok, true);
+});
+
 test('several policies: a request goes only when every one of them allows it', () => {
   const { pacer } = setup();
   learn(pacer, {
