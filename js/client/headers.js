@@ -107,6 +107,7 @@ export function readHeaders(headers, { now = Date.now() } = {}) {
       observation.limits = limits;
       // Only policies from RateLimit-Policy have a quota: one there means the list was sent.
       if (dialect === draft10 && limits.some((limit) => limit.quota !== undefined)) observation.complete = true;
+      if (dialect !== xRateLimit) addLegacyState(limits, xRateLimit(get, serverNow));
       break;
     }
   }
@@ -278,6 +279,21 @@ function assignState(limit, state) {
   if (limit.remaining !== undefined && limit.quota !== undefined) {
     limit.remaining = Math.min(limit.remaining, limit.quota);
   }
+}
+
+/**
+ * A lone policy with no state of its own (a `RateLimit-Policy` without `RateLimit`) takes the
+ * remaining and reset of `X-RateLimit-*` in the same response, when they describe one limit of
+ * the same quota: a server moving to the draft may send its policy the new way and its state the
+ * old way, and dropping that state would make the client believe the quota untouched.
+ */
+function addLegacyState(limits, legacy) {
+  if (limits.length !== 1 || legacy?.length !== 1) return;
+  const [limit, [state]] = [limits[0], legacy];
+  if (limit.remaining !== undefined || limit.reset !== undefined) return;
+  if (state.quota !== undefined && state.quota !== limit.quota) return;
+  if (state.remaining !== undefined) limit.remaining = Math.min(state.remaining, limit.quota ?? Infinity);
+  if (state.reset !== undefined) limit.reset = state.reset;
 }
 
 function sameLimit(a, b) {

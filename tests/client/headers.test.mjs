@@ -258,6 +258,19 @@ test('an RFC 850 two-digit year more than 50 years ahead is the last century', (
   assert.equal(seen.retryAfter, 7 * S);
 });
 
+test("a policy alone takes X-RateLimit's state for the same quota; its own state is never overwritten", () => {
+  const x = { 'x-ratelimit-limit': '20', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '30' };
+  const seen = read({ 'ratelimit-policy': '"fw";q=20;w=60', ...x });
+  assert.equal(seen.dialect, 'draft-10');
+  assert.deepEqual(seen.limits, [limit({ policy: 'fw', quota: 20, window: 60 * S, remaining: 0, reset: 30 * S })]);
+  assert.deepEqual(read({ 'ratelimit-policy': '20;w=60', ...x }).limits, [limit({ policy: 'w=60', quota: 20, window: 60 * S, remaining: 0, reset: 30 * S })]);
+  // Another quota is another limit; RateLimit's own state stays; two policies take none.
+  assert.deepEqual(read({ 'ratelimit-policy': '"fw";q=50;w=60', ...x }).limits, [limit({ policy: 'fw', quota: 50, window: 60 * S })]);
+  const own = read({ 'ratelimit-policy': '"fw";q=20;w=60', ratelimit: '"fw";r=5;t=3', ...x }).limits;
+  assert.deepEqual(own, [limit({ policy: 'fw', quota: 20, window: 60 * S, remaining: 5, reset: 3 * S })]);
+  assert.equal(read({ 'ratelimit-policy': '"a";q=20;w=60, "b";q=20;w=3600', ...x }).limits.some((l) => 'remaining' in l), false);
+});
+
 test('fields split over several lines combine as one list', () => {
   const headers = new Headers();
   headers.append('RateLimit-Policy', '"a";q=10;w=1');
