@@ -8,7 +8,6 @@ import { readClock } from './clock.js';
 import { after } from './timers.js';
 import { onAbort } from './abort.js';
 
-
 /** A bucket's scheduling view: see `Bucket.asScheduler()`. */
 export class Scheduler {
   #raw;
@@ -233,7 +232,9 @@ export class Scheduler {
     try {
       this.#remake(queue, leaving, later);
     } catch {
-      // See above: nothing to undo, as each step either takes effect whole or not at all.
+      // See above. A bad time fails at the first step, reading the clock, before anything
+      // changed. Each bucket call after it takes effect whole or not at all: one that fails
+      // leaves its tokens taken and the waits their times, which errs towards refusing.
     }
     this.#release(queue);
   }
