@@ -13,6 +13,12 @@ use worker::{js_sys, State};
 
 use super::errors::ApiError;
 
+/// How far ahead an alarm is set at most: a year, in milliseconds. The runtime refuses alarms
+/// after 2189 ("This API doesn't support dates after 2189"), and a bucket that is never deleted
+/// (initial tokens above a capacity) or refills over centuries has a later deadline. Its alarm
+/// then fires within a year, finds the bucket not yet idle and is set again.
+const MAX_AHEAD_MILLIS: f64 = 365.0 * 86_400_000.0;
+
 /// When the alarm is set for, as far as this instance knows.
 #[derive(Debug, Default)]
 pub struct IdleAlarm {
@@ -50,12 +56,14 @@ impl IdleAlarm {
         self.write(state, deadline).map(Some)
     }
 
-    /// Issues the write for `at` (epoch milliseconds) and counts the alarm as set from now on:
-    /// decisions meanwhile need not write it again. [`AlarmWrite::failed`] undoes that.
+    /// Issues the write for `at` (epoch milliseconds; a year ahead at most) and counts the alarm
+    /// as set from now on: decisions meanwhile need not write it again. [`AlarmWrite::failed`]
+    /// undoes that.
     ///
     /// # Errors
     /// `STORAGE_ERROR` when the write cannot be issued.
     pub fn write(&self, state: &State, at: f64) -> Result<AlarmWrite, ApiError> {
+        let at = alarm_time(at, js_sys::Date::now());
         let storage = state.as_raw().storage().map_err(ApiError::storage)?;
         let when = js_sys::Date::new(&at.into());
         let written = storage.set_alarm(when, JsValue::NULL.unchecked_into()).map_err(ApiError::storage)?;
@@ -67,6 +75,11 @@ impl IdleAlarm {
     pub fn clear(&self) {
         self.at.set(None);
     }
+}
+
+/// When to set the alarm for a `deadline` at `now` (epoch milliseconds): a year ahead at most.
+fn alarm_time(deadline: f64, now: f64) -> f64 {
+    deadline.min(now + MAX_AHEAD_MILLIS)
 }
 
 /// Clears `set` if it still holds the alarm at `failed`.
@@ -88,5 +101,12 @@ mod tests {
         let moved_earlier = Cell::new(Some(3_000.0));
         forget(&moved_earlier, 5_000.0);
         assert_eq!(moved_earlier.get(), Some(3_000.0));
+    }
+
+    #[test]
+    fn an_alarm_is_set_a_year_ahead_at_most() {
+        let now = 1.8e12; // 2027
+        assert_eq!(alarm_time(now + 5_000.0, now), now + 5_000.0);
+        assert_eq!(alarm_time(8.64e15, now), now + MAX_AHEAD_MILLIS, "the latest Date, as for a bucket never deleted");
     }
 }

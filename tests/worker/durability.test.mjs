@@ -150,6 +150,20 @@ test('an alarm that fires before a later deadline sets itself again: a bucket th
   }
 });
 
+test('a bucket never deleted (initial tokens above its capacity) sets its alarm once, within what the runtime takes', async () => {
+  // Its deadline is the latest Date, past the 2189 the runtime's alarms stop at.
+  const vars = { POLICIES: { burst: { bandwidths: [{ id: 'b', capacity: 2, initialTokens: 5, refill: { kind: 'greedy', tokens: 2, period: '1s' } }] } } };
+  const w = await start({ vars });
+  try {
+    for (let i = 0; i < 3; i++) assert.equal((await w.call('/v1/buckets/burst/consume', post({ policy: 'burst' }))).status, 200);
+    await w.call('/v1/buckets/other/consume', post({ policy: 'burst' }));
+    await w.logged((l) => l.event === 'decision' && l.key === 'other');
+    assert.deepEqual(w.errors.filter((line) => line.includes('alarm')), [], 'no alarm write failed');
+  } finally {
+    await w.stop();
+  }
+});
+
 test("a refused reservation's Retry-After holds: its bucket is kept past idle expiry until the retry", async () => {
   // 5 tokens every 4 s. Reserving 6 within 2 s from a full bucket waits for the next refill:
   // refused now, granted from 2 s until the refill at 4 s. A full bucket is otherwise deleted

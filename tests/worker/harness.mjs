@@ -44,17 +44,19 @@ const defined = (object) => Object.fromEntries(Object.entries(object).filter(([,
 
 /**
  * A running worker: `call(path, init)` fetches from it over HTTP, `logs` holds the JSON lines it
- * printed (`await logged(predicate, count)` waits for them), `stop()` ends workerd.
+ * printed (`await logged(predicate, count)` waits for them), `errors` the lines of its stderr,
+ * `stop()` ends workerd.
  */
 export async function start(config = {}) {
   const logs = [];
+  const errors = [];
   const mf = new Miniflare({
     ...options(config),
     handleRuntimeStdio(stdout, stderr) {
       readline.createInterface({ input: stdout }).on('line', (line) => {
         if (line.startsWith('{')) logs.push(JSON.parse(line));
       });
-      stderr.resume();
+      readline.createInterface({ input: stderr }).on('line', (line) => errors.push(line));
     },
   });
   const url = await mf.ready;
@@ -62,6 +64,7 @@ export async function start(config = {}) {
     mf,
     url,
     logs,
+    errors,
     /**
      * The log lines matching `predicate`, once there are at least `count`: workerd prints a
      * decision's line as it answers, and the line can reach us after the answer does.
