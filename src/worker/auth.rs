@@ -67,9 +67,14 @@ impl Secrets {
     }
 
     /// Whether an `Authorization` value carries one of these secrets as its bearer token: a
-    /// token the service endpoints take (`API_KEY` or `ADMIN_TOKEN`).
+    /// token the service endpoints take (`API_KEY` or `ADMIN_TOKEN`). Two `Authorization` lines
+    /// arrive joined by a comma, which no bearer token holds (RFC 6750's `b64token`): each part
+    /// is checked, and the whole value for a secret that has a comma all the same.
     pub fn is_secret(&self, authorization: &str) -> bool {
-        bearer_token(authorization).is_some_and(|token| self.grants(Role::Service, token))
+        let parts = authorization.split(',').map(|part| part.trim_matches([' ', '\t']));
+        std::iter::once(authorization)
+            .chain(parts)
+            .any(|value| bearer_token(value).is_some_and(|token| self.grants(Role::Service, token)))
     }
 
     /// The secrets that grant `role`: the admin token grants both.
@@ -139,6 +144,9 @@ mod tests {
         assert!(!s.is_secret("Bearer other") && !s.is_secret("root") && !s.is_secret("Basic svc"));
         assert!(!secrets(None, None).is_secret("Bearer x"));
         assert!(s.is_secret("Bearer\troot"), "the scheme ends at a tab as it does for apiKey buckets");
+        // Two lines, joined: either may carry it.
+        assert!(s.is_secret("Bearer root, Bearer x") && s.is_secret("Bearer x,Bearer svc"));
+        assert!(!s.is_secret("Bearer x, Bearer y") && s.is_secret("Bearer root,"));
         assert_eq!(format!("{s:?}"), "Secrets { admin_token: true, api_key: true }", "no digest in logs");
     }
 

@@ -2,7 +2,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { start, origin, admin, post, greedy, intervally, rawRequest } from './harness.mjs';
+import { start, origin, admin, post, greedy, intervally, rawRequest, ADMIN } from './harness.mjs';
 
 const POLICIES = {
   writes: { bandwidths: [greedy('burst', 2, 2, '1h'), intervally('daily', 50, 50, '1d')] },
@@ -349,6 +349,9 @@ test('API_PREFIX moves the service API out of the way of an origin with paths of
     assert.equal(o.requests.at(-1).headers.authorization, undefined, "the worker's own secret stays with it");
     await moved.call('/v1/users/bob', { headers: { authorization: 'Bearer the-origin-s-own' } });
     assert.equal(o.requests.at(-1).headers.authorization, 'Bearer the-origin-s-own', 'other credentials pass');
+    // Two Authorization lines arrive joined: one carrying the secret keeps both back.
+    await moved.call('/v1/users/cid', { headers: { authorization: `Bearer ${ADMIN}, Bearer the-origin-s-own` } });
+    assert.equal(o.requests.at(-1).headers.authorization, undefined, 'a joined secret stays too');
     const consumed = await moved.call('/edgebucket/v1/buckets/k/consume', post({ policy: 'keyed' }));
     assert.equal(consumed.status, 200, 'the service API answers at its new place');
     assert.equal((await consumed.json()).allowed, true);
