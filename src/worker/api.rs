@@ -124,12 +124,13 @@ pub fn endpoint(method: &str, path: &str, prefix: &ApiPrefix) -> Result<Option<E
         return Ok(None);
     };
     let parts: Vec<&str> = rest.split('/').skip(1).collect();
+    // HEAD is GET without the body (RFC 9110 §9.3.2), which the runtime leaves out.
     let (allowed, make): (&[&str], fn(String) -> Endpoint) = match parts.as_slice() {
-        ["policies"] => (&["GET"], |_| Endpoint::Policies),
-        ["metrics"] => (&["GET"], |_| Endpoint::Metrics),
+        ["policies"] => (&["GET", "HEAD"], |_| Endpoint::Policies),
+        ["metrics"] => (&["GET", "HEAD"], |_| Endpoint::Metrics),
         ["buckets", _] => match method {
-            "DELETE" => (&["GET", "DELETE"], Endpoint::Delete),
-            _ => (&["GET", "DELETE"], Endpoint::Inspect),
+            "DELETE" => (&["GET", "HEAD", "DELETE"], Endpoint::Delete),
+            _ => (&["GET", "HEAD", "DELETE"], Endpoint::Inspect),
         },
         ["buckets", _, "consume"] => (&["POST"], Endpoint::Consume),
         ["buckets", _, "reserve"] => (&["POST"], Endpoint::Reserve),
@@ -351,6 +352,8 @@ mod tests {
         assert_eq!(e("PUT", "/v1/buckets/u/configuration"), Endpoint::Replace("u".into()));
         assert_eq!(e("POST", "/v1/buckets/u/reset"), Endpoint::Reset("u".into()));
         assert_eq!(e("GET", "/v1/metrics"), Endpoint::Metrics);
+        assert_eq!(e("HEAD", "/v1/metrics"), Endpoint::Metrics);
+        assert_eq!(e("HEAD", "/v1/buckets/u"), Endpoint::Inspect("u".into()));
         assert_eq!(e("GET", "/v1/policies").role(), Role::Admin);
         assert_eq!(e("POST", "/v1/buckets/u/consume").role(), Role::Service);
         assert_eq!(endpoint("GET", "/v1x/buckets"), Ok(None));

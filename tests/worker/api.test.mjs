@@ -266,6 +266,22 @@ test('bad input: a 4xx problem with a code, never a 5xx, and nothing changes', a
   }
   const wrongMethod = await w.call(`/v1/buckets/${k}/consume`, { method: 'GET' });
   assert.equal(wrongMethod.headers.get('allow'), 'POST');
+  const patch = await w.call(`/v1/buckets/${k}`, admin({ method: 'PATCH' }));
+  assert.equal(patch.headers.get('allow'), 'GET, HEAD, DELETE');
+  const state = await inspect(k);
+  assert.deepEqual([state.policy, state.remaining], ['one', 8], 'nothing changed');
+});
+
+test('HEAD on the read endpoints answers as GET does', async () => {
+  const k = key();
+  await consume(k, { policy: 'one', tokens: 2 });
+  for (const path of ['/v1/policies', '/v1/metrics', `/v1/buckets/${k}`]) {
+    const [got, head] = [await w.call(path, admin()), await w.call(path, admin({ method: 'HEAD' }))];
+    assert.deepEqual([head.status, head.headers.get('content-type')], [got.status, got.headers.get('content-type')], path);
+    assert.equal(head.status, 200, path);
+    await Promise.all([got.text(), head.text()]);
+  }
+  assert.equal((await w.call('/v1/policies', { method: 'HEAD' })).status, 401, 'admin only, as GET');
   const state = await inspect(k);
   assert.deepEqual([state.policy, state.remaining], ['one', 8], 'nothing changed');
 });
