@@ -22,6 +22,9 @@ const CLIENT_CLAIMS: [&str; 6] =
 ///   are dropped.
 /// - An `Authorization` carrying one of the worker's own `secrets` (a client calling the service
 ///   API at a path that is the gateway's) is dropped: the origin never sees them.
+/// - Headers the client's `Connection` names, and `Keep-Alive` and `Proxy-Connection`, are for
+///   the hop to the gateway alone (RFC 9110 §7.6.1) and dropped, but for `Upgrade`, with which
+///   the runtime forwards a WebSocket upgrade.
 /// - A GET or HEAD body (which HTTP gives no meaning and fetch refuses to send) is dropped.
 /// - The `keyed` header goes as the one value the bucket was keyed on: sent twice, it would
 ///   otherwise reach the origin as two lines, of which many origins read the first, while each
@@ -37,6 +40,7 @@ pub fn upstream_request(
 ) -> worker::Result<web_sys::Request> {
     let inner = req.raw();
     let headers = web_sys::Headers::new_with_headers(&inner.headers())?;
+    drop_hop_by_hop(&headers)?;
     headers.delete("Host")?;
     for name in CLIENT_CLAIMS {
         headers.delete(name)?;
@@ -63,6 +67,27 @@ pub fn upstream_request(
     }
     init.set_redirect(web_sys::RequestRedirect::Manual);
     Ok(web_sys::Request::new_with_str_and_init(target, &init)?)
+}
+
+/// Drops the request headers that were for the hop to the gateway; see [`upstream_request`].
+fn drop_hop_by_hop(headers: &web_sys::Headers) -> worker::Result<()> {
+    if let Some(named) = headers.get("Connection")? {
+        for name in hop_by_hop_names(&named) {
+            // A name the runtime refuses (not a token) names no header it holds either.
+            let _ = headers.delete(name);
+        }
+    }
+    headers.delete("Keep-Alive")?;
+    headers.delete("Proxy-Connection")?;
+    Ok(())
+}
+
+/// The header names a `Connection` value lists, but for `Upgrade`.
+fn hop_by_hop_names(connection: &str) -> impl Iterator<Item = &str> {
+    connection
+        .split(',')
+        .map(|name| name.trim_matches([' ', '\t']))
+        .filter(|name| !name.is_empty() && !name.eq_ignore_ascii_case("upgrade"))
 }
 
 /// The origin's answer with `extra` headers added and its `Location` passed through `relocate`.
@@ -185,7 +210,7 @@ fn normal_site(site: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{appended, merged_list, public_location};
+    use super::{appended, hop_by_hop_names, merged_list, public_location};
 
     #[test]
     fn the_origin_s_own_limits_come_first() {
@@ -242,5 +267,11 @@ mod tests {
             "ratelimit, X-Trace, Retry-After"
         );
         assert_eq!(merged_list(Some(" , ".into()), "RateLimit"), "RateLimit");
+    }
+
+    #[test]
+    fn connection_names_the_hop_by_hop_headers_but_upgrade_stays() {
+        let names: Vec<&str> = hop_by_hop_names("keep-alive, X-Drop,,\tUpgrade ,close").collect();
+        assert_eq!(names, ["keep-alive", "X-Drop", "close"]);
     }
 }

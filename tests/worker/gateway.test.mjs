@@ -271,6 +271,15 @@ test('an API key sent twice reaches the origin as the one value its bucket was k
   assert.equal(o.requests.at(-1).headers['x-api-key'], 'twice, junk');
 });
 
+test("headers the client's Connection names stay with the hop to the gateway; Upgrade is not one of them", async () => {
+  const hop = 'Connection: keep-alive, X-Drop\r\nX-Drop: hop\r\nX-Keep: yes\r\nKeep-Alive: timeout=5\r\nProxy-Connection: keep-alive';
+  assert.equal((await rawRequest(w.url, `GET /hop HTTP/1.1\r\n${hop}`)).status, 200);
+  const { url, headers } = o.requests.at(-1);
+  assert.equal(url, '/hop');
+  const seen = ['x-drop', 'keep-alive', 'proxy-connection', 'x-keep'].map((name) => headers[name]);
+  assert.deepEqual(seen, [undefined, undefined, undefined, 'yes']);
+});
+
 test('HEAD is limited by a route for GET, as origins answer it with their GET handler', async () => {
   assert.equal((await w.call('/reads')).status, 200);
   const before = o.requests.length;
