@@ -594,6 +594,9 @@ function giveBack(limit, id) {
 /**
  * A request leaves a limit's in-flight set. Requests sent after it and still out record its cost
  * as overlap: the server may have counted it before or after them, whichever answers first.
+ * And a server never holds less than nothing (docs/client.md, "A lowered quota"): a debt beyond
+ * what is still in flight, which corrections took on for requests the server then refused, is
+ * forgiven.
  */
 function settle(limit, id) {
   keepRoomForInflight(limit);
@@ -601,26 +604,30 @@ function settle(limit, id) {
   limit.inflight.delete(id);
   if (!(cost > 0)) return;
   for (const entry of limit.inflight.values()) if (entry.mark > mark) entry.overlap += cost;
+  if (limit.bucket === null || !(limit.quota >= 1)) return;
+  const owed = inflightCost(limit);
+  if (Number(limit.bucket.getAvailableTokens()) < -owed) setLevel(limit.bucket, -owed, limit.quota);
 }
 
 /**
- * Keeps a limit's level between what is in flight and its quota less that (docs/client.md,
- * "In flight at capacity" and "A lowered quota"). The server counts a request when it arrives,
- * the local bucket when it leaves; while the server is full it loses refill that the local
- * bucket, already charged, would gain, so pacing would run ahead of the server by the flight
- * time. Capping the level plus the requests in flight at the quota, at every event that reads the
- * level or ends a flight, counts each request as if it arrived only when answered: never earlier
- * than the server counted it. And a server never holds less than nothing: a debt beyond what is
- * in flight (corrections that counted on requests the server then refused) is forgiven.
+ * Caps a limit's level at its quota less what is in flight (docs/client.md, section
+ * "In flight at capacity"). The server counts a request when it arrives, the local bucket when it
+ * leaves; while the server is full it loses refill that the local bucket, already charged, would
+ * gain, so pacing would run ahead of the server by the flight time. Capping the level plus the
+ * requests in flight at the quota, at every event that reads the level or ends a flight, counts
+ * each request as if it arrived only when answered: never earlier than the server counted it.
  */
 function keepRoomForInflight(limit) {
-  if (limit.bucket === null || !(limit.quota >= 1)) return;
-  let inflight = 0;
-  for (const { cost } of limit.inflight.values()) inflight += cost;
-  const level = Number(limit.bucket.getAvailableTokens());
-  const room = limit.quota - inflight;
-  if (inflight > 0 && level >= room) setLevel(limit.bucket, room, limit.quota);
-  else if (level < -inflight) setLevel(limit.bucket, -inflight, limit.quota);
+  if (limit.bucket === null || !(limit.quota >= 1) || limit.inflight.size === 0) return;
+  const room = limit.quota - inflightCost(limit);
+  if (Number(limit.bucket.getAvailableTokens()) >= room) setLevel(limit.bucket, room, limit.quota);
+}
+
+/** The units of the requests in flight on a limit. */
+function inflightCost(limit) {
+  let units = 0;
+  for (const { cost } of limit.inflight.values()) units += cost;
+  return units;
 }
 
 /** Nanoseconds until `tokens` are there, as a number (Infinity if never). */
