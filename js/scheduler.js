@@ -113,7 +113,7 @@ export class Scheduler {
       const due = () => {
         // Node counts a timer from a clock cut to whole milliseconds, so it may fire up to a
         // millisecond early. A built-in clock is real time: the wait ends once it has passed.
-        const left = this.#clock.realTime ? reservation.dueAt - readClock(this.#clock) : 0;
+        const left = this.#clock.realTime ? reservation.dueAt - this.#millis(readClock(this.#clock)) : 0;
         if (left > 0) {
           reservation.cancel = after(Math.ceil(left), due);
           return;
