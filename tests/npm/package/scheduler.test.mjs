@@ -244,16 +244,25 @@ test('an abort gives a faster bandwidth nothing beyond capacity and takes nothin
   assert.equal(await held, 'AbortError');
 });
 
-test('a wait moved up after a reset and an abort is still not served before the waits ahead of it', async (t) => {
-  const { bucket, scheduler, advance } = scenario(t);
+/**
+ * On an empty bucket (capacity 10, 10 a second): a large wait (10 tokens, due at 1,000 ms), one
+ * of `aborted` tokens to abort, then a small one (1 token); `order` records how they end.
+ */
+function largeAbortedSmall(bucket, scheduler, aborted) {
   bucket.tryConsume(10);
   const order = [];
   const controller = new AbortController();
   const waits = [
-    scheduler.consume(10).then(() => order.push('large')), // due at 1,000 ms
-    scheduler.consume(5, { signal: controller.signal }).catch((e) => order.push(e.name)),
-    scheduler.consume(1).then(() => order.push('small')), // due at 1,600 ms
+    scheduler.consume(10).then(() => order.push('large')),
+    scheduler.consume(aborted, { signal: controller.signal }).catch((e) => order.push(e.name)),
+    scheduler.consume(1).then(() => order.push('small')),
   ];
+  return { order, controller, waits };
+}
+
+test('a wait moved up after a reset and an abort is still not served before the waits ahead of it', async (t) => {
+  const { bucket, scheduler, advance } = scenario(t);
+  const { order, controller, waits } = largeAbortedSmall(bucket, scheduler, 5); // small due at 1,600 ms
   bucket.reset(); // every debt paid; the waits keep their times (as in Bucket4j)
   controller.abort(); // the small one is made again: its tokens are there at once
   await advance(0);
@@ -268,14 +277,7 @@ test('a wait moved up after a reset and an abort is still not served before the 
 
 test('a wait moved up to end with the one ahead of it ends with it, however long after it was reserved', async (t) => {
   const { bucket, scheduler, advance } = scenario(t);
-  bucket.tryConsume(10);
-  const order = [];
-  const controller = new AbortController();
-  const waits = [
-    scheduler.consume(10).then(() => order.push('large')), // due at 1,000 ms
-    scheduler.consume(1, { signal: controller.signal }).catch((e) => order.push(e.name)),
-    scheduler.consume(1).then(() => order.push('small')), // due at 1,200 ms
-  ];
+  const { order, controller, waits } = largeAbortedSmall(bucket, scheduler, 1); // small due at 1,200 ms
   await advance(600);
   bucket.reset();
   controller.abort(); // at 600 ms: the small one is remade, due with the large one at 1,000 ms
