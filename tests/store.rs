@@ -125,6 +125,13 @@ impl Setup {
             vec![b'k', k]
         }
     }
+
+    /// Key `k`, and whether the store holds it.
+    fn lookup(&self, store: &BucketStore, k: u8) -> (Vec<u8>, bool) {
+        let key = self.key(k);
+        let held = store.contains_key(&key);
+        (key, held)
+    }
 }
 
 /// `op` on the store; a key the store asks a configuration for gets `current`, then `op` again.
@@ -187,30 +194,30 @@ fn run(pool: Vec<BucketConfiguration>, setup: Setup, steps: Vec<(i64, Op)>) -> R
                 prop_assert_eq!(store.len(), 0);
             }
             Op::Remove(k) => {
-                let held = store.contains_key(&setup.key(k));
-                prop_assert_eq!(store.remove(&setup.key(k)), held);
+                let (key, held) = setup.lookup(&store, k);
+                prop_assert_eq!(store.remove(&key), held);
                 model.buckets.remove(&k);
             }
             Op::TryConsume(k, n) => {
-                let (key, held) = (setup.key(k), store.contains_key(&setup.key(k)));
+                let (key, held) = setup.lookup(&store, k);
                 let expected = model.bucket(k, held, may_evict, now)?.try_consume(n, now).unwrap();
                 let answer = ask(&mut store, &key, &current, now, |s| s.try_consume(&key, n, now));
                 settle(answer, expected, held, &mut model, k)?;
             }
             Op::Probe(k, n) => {
-                let (key, held) = (setup.key(k), store.contains_key(&setup.key(k)));
+                let (key, held) = setup.lookup(&store, k);
                 let expected = model.bucket(k, held, may_evict, now)?.try_consume_and_return_remaining(n, now).unwrap();
                 let answer = ask(&mut store, &key, &current, now, |s| s.try_consume_and_return_remaining(&key, n, now));
                 settle(answer, expected, held, &mut model, k)?;
             }
             Op::Estimate(k, n) => {
-                let (key, held) = (setup.key(k), store.contains_key(&setup.key(k)));
+                let (key, held) = setup.lookup(&store, k);
                 let expected = model.bucket(k, held, may_evict, now)?.estimate_ability_to_consume(n, now).unwrap();
                 let answer = ask(&mut store, &key, &current, now, |s| s.estimate_ability_to_consume(&key, n, now));
                 settle(answer, expected, held, &mut model, k)?;
             }
             Op::Available(k) => {
-                let (key, held) = (setup.key(k), store.contains_key(&setup.key(k)));
+                let (key, held) = setup.lookup(&store, k);
                 let expected = model.bucket(k, held, may_evict, now)?.get_available_tokens(now);
                 let answer = ask(&mut store, &key, &current, now, |s| s.get_available_tokens(&key, now));
                 settle(answer, expected, held, &mut model, k)?;
