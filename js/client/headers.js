@@ -107,7 +107,10 @@ export function readHeaders(headers, { now = Date.now() } = {}) {
       observation.limits = limits;
       // Only policies from RateLimit-Policy have a quota: one there means the list was sent.
       if (dialect === draft10 && limits.some((limit) => limit.quota !== undefined)) observation.complete = true;
-      if (dialect !== xRateLimit) addLegacyState(limits, xRateLimit(get, serverNow));
+      const [only] = limits;
+      if (dialect !== xRateLimit && limits.length === 1 && only.remaining === undefined && only.reset === undefined) {
+        addLegacyState(only, xRateLimit(get, serverNow));
+      }
       break;
     }
   }
@@ -282,15 +285,15 @@ function assignState(limit, state) {
 }
 
 /**
- * A lone policy with no state of its own (a `RateLimit-Policy` without `RateLimit`) takes the
+ * A lone policy with no state of its own (a `RateLimit-Policy` without `RateLimit`: the caller
+ * checks, so X-RateLimit is read only then) takes the
  * remaining and reset of `X-RateLimit-*` in the same response, when they describe one limit of
  * the same quota: a server moving to the draft may send its policy the new way and its state the
  * old way, and dropping that state would make the client believe the quota untouched.
  */
-function addLegacyState(limits, legacy) {
-  if (limits.length !== 1 || legacy?.length !== 1) return;
-  const [limit, [state]] = [limits[0], legacy];
-  if (limit.remaining !== undefined || limit.reset !== undefined) return;
+function addLegacyState(limit, legacy) {
+  if (legacy?.length !== 1) return;
+  const [state] = legacy;
   if (state.quota !== undefined && state.quota !== limit.quota) return;
   if (state.remaining !== undefined) limit.remaining = Math.min(state.remaining, limit.quota ?? Infinity);
   if (state.reset !== undefined) limit.reset = state.reset;
