@@ -69,7 +69,7 @@ pub fn upstream_request(
     Ok(web_sys::Request::new_with_str_and_init(target, &init)?)
 }
 
-/// Drops the request headers that were for the hop to the gateway; see [`upstream_request`].
+/// Drops the headers that were for one hop alone; see [`upstream_request`].
 fn drop_hop_by_hop(headers: &web_sys::Headers) -> worker::Result<()> {
     if let Some(named) = headers.get("Connection")? {
         for name in hop_by_hop_names(&named) {
@@ -91,6 +91,10 @@ fn hop_by_hop_names(connection: &str) -> impl Iterator<Item = &str> {
 }
 
 /// The origin's answer with `extra` headers added and its `Location` passed through `relocate`.
+/// Its hop-by-hop headers are dropped as the request's are (see [`upstream_request`]). workerd
+/// itself removes the origin's `Connection` and `Keep-Alive` before a Worker sees the answer, so
+/// there `Proxy-Connection` is what is left to drop, and a header the origin's `Connection`
+/// named cannot be told from any other and passes.
 ///
 /// # Errors
 /// 502 `ORIGIN_INVALID_STATUS` when its status is one a response cannot carry; 500 when the
@@ -113,6 +117,7 @@ pub fn decorated(
     }
     let internal = |error: worker::Error| ApiError::internal(error.to_string());
     let headers = mutable_copy(&worker::Headers(response.headers())).map_err(internal)?;
+    drop_hop_by_hop(&headers.0).map_err(internal)?;
     if let Some(location) = headers.get("Location").ok().flatten().and_then(|l| relocate(&l)) {
         headers.set("Location", &location).map_err(internal)?;
     }

@@ -280,6 +280,13 @@ test("headers the client's Connection names stay with the hop to the gateway; Up
   assert.deepEqual(seen, [undefined, undefined, undefined, 'yes']);
 });
 
+test("the origin's hop-by-hop headers stay with the hop to the gateway", async () => {
+  const r = await w.call('/hop-by-hop');
+  assert.equal(r.status, 200);
+  const seen = ['connection', 'keep-alive', 'proxy-connection', 'x-keep'].map((name) => r.headers.get(name));
+  assert.deepEqual(seen, [null, null, null, 'yes']);
+});
+
 test('HEAD is limited by a route for GET, as origins answer it with their GET handler', async () => {
   assert.equal((await w.call('/reads')).status, 200);
   const before = o.requests.length;

@@ -145,7 +145,7 @@ export async function origin() {
       // `/status/NNN` answers with that status, valid or not (Node writes any three digits), and
       // rate-limit headers of its own, which it exposes; `/redirect?to=URL` answers 302 to URL, where
       // `{self}` stands for this server's own URL; `/draft7` sends express-rate-limit's draft-7
-      // fields (`RateLimit` a Dictionary, not a List).
+      // fields (`RateLimit` a Dictionary, not a List); `/hop-by-hop` sends hop-by-hop headers.
       const status = /^\/status\/(\d{3})$/.exec(req.url)?.[1];
       const to = req.url.startsWith('/redirect?') && new URLSearchParams(req.url.split('?')[1]).get('to');
       res.writeHead(to ? 302 : Number(status ?? 200), {
@@ -155,6 +155,7 @@ export async function origin() {
         ...(to ? { location: to.replace('{self}', url) } : {}),
         ...(status ? { 'ratelimit-policy': '"origin";q=100;w=60', ratelimit: '"origin";r=7;t=0' } : {}),
         ...(req.url === '/draft7' ? { 'ratelimit-policy': '100;w=60', ratelimit: 'limit=100, remaining=99, reset=60' } : {}),
+        ...(req.url === '/hop-by-hop' ? { connection: 'keep-alive', 'keep-alive': 'timeout=5', 'proxy-connection': 'keep-alive', 'x-keep': 'yes' } : {}),
       });
       res.end(JSON.stringify({ method: req.method, url: req.url, body }));
     });
