@@ -98,8 +98,8 @@ impl Policy {
         let own: Map<String, Value> =
             OWN_FIELDS.iter().filter_map(|&field| Some((field.to_owned(), configuration.remove(field)?))).collect();
         let fields: Fields = serde_json::from_value(Value::Object(own)).map_err(|e| e.to_string())?;
-        let spec: ConfigurationSpec =
-            serde_json::from_value(Value::Object(configuration)).map_err(|e| format!("configuration: {e}"))?;
+        let spec =
+            ConfigurationSpec::deserialize(&configuration).map_err(|e| configuration_error(&e, &configuration))?;
         let configuration = BucketConfiguration::try_from(spec).map_err(|e| format!("{}: {e}", e.code()))?;
         check_bandwidth_ids(name, &configuration)?;
         let idle_grace = match fields.idle_grace {
@@ -119,6 +119,20 @@ impl Policy {
             idle_grace,
             legacy_headers: fields.legacy_headers.unwrap_or(false),
         })
+    }
+}
+
+/// What is wrong with a policy's `configuration` fields. serde names the configuration's own
+/// fields as the expected ones; an unknown field at the top could also have been meant as one of
+/// the policy's, so the message names those too.
+fn configuration_error(error: &serde_json::Error, configuration: &Map<String, Value>) -> String {
+    let message = error.to_string();
+    let unknown = message.strip_prefix("unknown field `").and_then(|rest| rest.split_once('`')).map(|(name, _)| name);
+    match unknown {
+        Some(name) if configuration.contains_key(name) => {
+            format!("configuration: {message}, or a policy field: {}", OWN_FIELDS.join(", "))
+        }
+        _ => format!("configuration: {message}"),
     }
 }
 
@@ -216,7 +230,15 @@ mod tests {
         let error = Policies::parse(zero).unwrap_err();
         assert!(error.starts_with("policy \"p\": NON_POSITIVE_CAPACITY"), "{error}");
         let typo = r#"{"p": {"bandwidth": []}}"#;
-        assert!(Policies::parse(typo).unwrap_err().contains("unknown field `bandwidth`"));
+        let error = Policies::parse(typo).unwrap_err();
+        assert!(error.contains("unknown field `bandwidth`"), "{error}");
+        assert!(
+            error.ends_with("or a policy field: version, strategy, failure, shadow, idleGrace, legacyHeaders"),
+            "{error}"
+        );
+        let nested = r#"{"p": {"bandwidths": [{"capacity": 1, "initalTokens": 1, "refill": {"kind": "greedy", "tokens": 1, "period": "1s"}}]}}"#;
+        let error = Policies::parse(nested).unwrap_err();
+        assert!(error.contains("unknown field `initalTokens`") && !error.contains("policy field"), "{error}");
         let bad_field = r#"{"p": {"version": -1, "bandwidths": []}}"#;
         assert!(Policies::parse(bad_field).unwrap_err().starts_with("policy \"p\""));
         assert!(Policies::parse(r#"{"no spaces": {}}"#).unwrap_err().contains("policy name"));
