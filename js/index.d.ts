@@ -354,6 +354,11 @@ export interface StoreOptions {
 /**
  * Buckets by key in wasm memory (Bucket4j's ProxyManager idea, local).
  *
+ * Every operation on a key gives a key not held a bucket first, from the configuration or the
+ * supplier, reads (`estimateAbilityToConsume`, `getAvailableTokens`) included, as a ProxyManager's
+ * remote bucket is created on first use. The key then counts in `size` and toward `maxKeys` until
+ * it expires; `has` and `delete` create nothing.
+ *
  * @example
  * const store = new BucketStore({ configuration: config });
  * if (!store.tryConsume(request.ip, 1)) return tooManyRequests();

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-use super::errors::BindingError;
+use super::errors::{serde_message, BindingError};
 use crate::{BucketConfiguration, ConfigurationSpec, Error, TokensInheritanceStrategy};
 
 /// A validated configuration held in wasm memory.
@@ -25,7 +25,7 @@ impl RawConfiguration {
         let invalid = |reason: String| BindingError::from(Error::InvalidConfiguration { reason });
         require_bandwidths_array(&input).map_err(invalid)?;
         let spec: ConfigurationSpec =
-            serde_wasm_bindgen::from_value(input.clone()).map_err(|e| invalid(e.to_string()))?;
+            serde_wasm_bindgen::from_value(input.clone()).map_err(|e| invalid(serde_message(e)))?;
         reject_unknown_fields(&input, &to_js(&spec)?, "configuration").map_err(invalid)?;
         let configuration = BucketConfiguration::try_from(spec).map_err(BindingError::from)?;
         Ok(RawConfiguration { configuration })
@@ -56,7 +56,7 @@ fn to_js(spec: &ConfigurationSpec) -> Result<JsValue, BindingError> {
     let plain = serde_wasm_bindgen::Serializer::json_compatible();
     spec.serialize(&plain)
         .or_else(|_| spec.serialize(&plain.serialize_large_number_types_as_bigints(true)))
-        .map_err(|e| BindingError::InvalidArgument(e.to_string()))
+        .map_err(|e| BindingError::InvalidArgument(serde_message(e)))
 }
 
 /// serde-wasm-bindgen reads only the fields a struct declares, so the schema's

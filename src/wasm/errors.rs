@@ -9,6 +9,7 @@ use std::cell::RefCell;
 
 use js_sys::{Array, Function, Reflect};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use crate::Error;
 
@@ -31,13 +32,43 @@ impl BindingError {
         }
     }
 
-    /// The message.
+    /// The message. Where the core's names a Rust option, it names the JS one instead.
     pub fn message(&self) -> String {
         match self {
+            BindingError::Core(Error::KeySpaceFull { max_bytes }) => format!(
+                "the store's keys fill its key space of {max_bytes} bytes; remove keys, lower maxKeys or raise maxKeyBytes"
+            ),
             BindingError::Core(error) => error.to_string(),
             BindingError::InvalidArgument(message) => message.clone(),
         }
     }
+}
+
+/// The message of a serde-wasm-bindgen error: its JS `Error`'s message (`String(error)` would
+/// put `Error: ` in front), or a value that a getter threw, as [`shown`] writes it.
+pub(crate) fn serde_message(error: serde_wasm_bindgen::Error) -> String {
+    let value = JsValue::from(error);
+    match value.dyn_ref::<js_sys::Error>() {
+        Some(error) => error.message().into(),
+        None => shown(&value),
+    }
+}
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(catch, js_name = String)]
+    fn js_string(value: &JsValue) -> Result<String, JsValue>;
+}
+
+/// `value` for an error message: a string as it is, anything else as JSON writes it, or as
+/// `String` does where JSON cannot (`undefined`, a BigInt, a symbol), or else by its type.
+pub(crate) fn shown(value: &JsValue) -> String {
+    if let Some(text) = value.as_string() {
+        return text;
+    }
+    let json = js_sys::JSON::stringify(value).ok().and_then(|json| json.as_string());
+    json.or_else(|| js_string(value).ok())
+        .unwrap_or_else(|| format!("a value of type {}", value.js_typeof().as_string().unwrap_or_default()))
 }
 
 impl From<Error> for BindingError {

@@ -8,7 +8,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::errors::BindingError;
+use super::errors::{serde_message, shown, BindingError};
 use super::exchange;
 use crate::{DurationSpec, Error};
 
@@ -65,10 +65,13 @@ impl Clock {
             None => None,
         };
         nanos.and_then(|n| n.checked_add(self.origin_nanos)).ok_or_else(|| {
-            BindingError::InvalidArgument(format!(
-                "the clock gave {}: expected whole nanoseconds up to 2^53 (a BigInt beyond), or milliseconds",
-                crate::core::duration::describe_number(value)
-            ))
+            let expected = if self.nanos_per_unit == NANOS_PER_MILLI {
+                "milliseconds"
+            } else {
+                "whole nanoseconds up to 2^53 (a BigInt beyond)"
+            };
+            let gave = crate::core::duration::describe_number(value);
+            BindingError::InvalidArgument(format!("the clock gave {gave}: expected {expected}"))
         })
     }
 }
@@ -86,9 +89,9 @@ fn fractional_millis(value: f64) -> Option<i64> {
 /// A duration in the configuration schema's forms (milliseconds, `"250ms"`, `{ seconds: 1 }`),
 /// read by the core's parser, as nanoseconds.
 pub fn duration_nanos(value: JsValue) -> Result<i64, BindingError> {
-    let shown = || value.as_string().unwrap_or_else(|| format!("{value:?}"));
+    let shown = || shown(&value);
     let spec: DurationSpec = serde_wasm_bindgen::from_value(value.clone())
-        .map_err(|e| Error::InvalidDuration { input: shown(), reason: e.to_string() })?;
+        .map_err(|e| Error::InvalidDuration { input: shown(), reason: serde_message(e) })?;
     let nanos = spec.to_nanos()?;
     i64::try_from(nanos)
         .map_err(|_| Error::InvalidDuration { input: shown(), reason: "longer than 2^63 ns (292 years)".into() }.into())

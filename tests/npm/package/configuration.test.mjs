@@ -43,6 +43,7 @@ test("rule violations keep the core's codes", () => {
   assert.throws(build((l) => l.capacity(5).refillGreedy(1, '1 fortnight')), code('INVALID_DURATION'));
   // A malformed object is a shape error of the whole configuration (serde), not a duration rule.
   assert.throws(build((l) => l.capacity(5).refillGreedy(1, { weeks: 1 })), code('INVALID_CONFIGURATION'));
+  assert.throws(build((l) => l.capacity(5).refillGreedy(1, true)), { message: /^invalid configuration: invalid type: boolean `true`/ });
   // Not a plain object: serde would read a Date's (no) fields as a period of 0.
   for (const period of [new Date(), /1s/, new Map([['seconds', 1]])]) {
     assert.throws(build((l) => l.capacity(5).refillGreedy(1, period)), (e) => e.code === 'INVALID_CONFIGURATION' && /period/.test(e.message));

@@ -472,6 +472,9 @@ test('a bad maxWait rejects with EdgeBucketError and reserves nothing', async (t
     await assert.rejects(scheduler.tryConsume(5, maxWait), (e) => e instanceof EdgeBucketError && e.code === code, String(maxWait));
     assert.equal(bucket.getAvailableTokens(), 3, `${String(maxWait)} reserved nothing`);
   }
+  // The value as JavaScript writes it, and serde's reason without an `Error: ` in front.
+  await assert.rejects(scheduler.tryConsume(5, null), { message: /^invalid duration "null": invalid type: unit value, expected a duration/ });
+  await assert.rejects(scheduler.tryConsume(5, { seconds: 1.5 }), { message: /^invalid duration "\{"seconds":1\.5\}": invalid type: floating point `1\.5`/ });
   assert.deepEqual([listener.rejected, listener.delayedNanos, listener.consumed], [0, 0, 7]);
 });
 

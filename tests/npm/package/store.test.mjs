@@ -268,6 +268,7 @@ test('past maxKeyBytes a new key is refused with KEY_SPACE_FULL and existing key
   assert.equal(store.tryConsume(key('a'), 1), true);
   assert.equal(store.tryConsume(key('b'), 1), true);
   assert.throws(() => store.tryConsume(key('c'), 1), (e) => e instanceof EdgeBucketError && e.code === 'KEY_SPACE_FULL');
+  assert.throws(() => store.tryConsume(key('c'), 1), /remove keys, lower maxKeys or raise maxKeyBytes$/, "the JS options' names");
   assert.equal(store.size, 2);
   assert.equal(store.has(key('c')), false);
   assert.equal(store.getAvailableTokens(key('a')), 2);
