@@ -34,8 +34,9 @@ export function onAbort(signal, callback) {
       }
     };
     entry = { callbacks, listener };
-    watched.set(signal, entry);
+    // Listening first: a signal that refuses the listener is not taken as watched.
     signal.addEventListener('abort', listener, { once: true });
+    watched.set(signal, entry);
   }
   entry.callbacks.add(callback);
   return () => {

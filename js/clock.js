@@ -11,6 +11,7 @@ import { integerArg, ARG_TIME, describe } from './runtime.js';
  * @property {boolean} [isDateNow] `now` is `Date.now`
  * @property {boolean} [realTime] `now` reads real time (the built-in clocks; a custom time meter
  *   may be a manual clock)
+ * @property {bigint} [lastBigInt] a time meter's last reading when it was a BigInt (see `heldReading`)
  */
 
 /** Wall-clock milliseconds (`Date.now()`), Bucket4j's default precision. */
@@ -45,14 +46,36 @@ export function nanosecondClock() {
  */
 export function customClock(meter) {
   if (typeof meter !== 'function') throw invalidArgument('a time meter must be a function returning nanoseconds');
-  return {
+  const clock = {
     unitIsMillis: false,
     originMillis: 0,
+    lastBigInt: undefined,
     now() {
       const nanos = meter();
+      clock.lastBigInt = typeof nanos === 'bigint' ? nanos : undefined;
       return integerArg(nanos, ARG_TIME, 'the time meter result');
     },
   };
+  return clock;
+}
+
+/**
+ * A reading of `clock` (what `readClock` just returned) that stays valid after other calls: a time
+ * meter's BigInt goes to wasm through the exchange, which any use of the package overwrites, and
+ * its reading is NaN; here it is the BigInt. Taken right after the read.
+ */
+export function heldReading(clock, reading) {
+  return reading === reading ? reading : clock.lastBigInt ?? reading;
+}
+
+/** A held reading (see `heldReading`) as a time argument again. */
+export function timeArg(reading) {
+  return integerArg(reading, ARG_TIME, 'the time');
+}
+
+/** A reading of `clock` (what `readClock` just returned) in milliseconds, for timers; taken right after the read. */
+export function readingMillis(clock, reading) {
+  return clock.unitIsMillis ? reading : Number(heldReading(clock, reading)) / 1e6;
 }
 
 /** The clock an option names: 'millis' (default), 'nanos', or a time meter function. */

@@ -4,7 +4,7 @@
 import { EdgeBucketError, invalidArgument, knownOptions } from './errors.js';
 import { durationNanos, describe, exactNumber, I64_MAX } from './runtime.js';
 import * as ops from './operations.js';
-import { readClock } from './clock.js';
+import { readClock, readingMillis } from './clock.js';
 import { after } from './timers.js';
 import { onAbort } from './abort.js';
 
@@ -35,11 +35,12 @@ export class Scheduler {
     const signal = signalOption(options);
     signal?.throwIfAborted();
     const now = readClock(this.#clock);
+    const at = readingMillis(this.#clock, now);
     const wait = ops.reserve(this.#raw, tokens, Infinity, now);
     if (wait === null) {
       throw new EdgeBucketError('RESERVATION_OVERFLOW', `${tokens} tokens cannot be reserved: the wait would be unbounded`);
     }
-    await this.#serve(tokens, wait, signal, now);
+    await this.#serve(tokens, wait, signal, at);
   }
 
   /**
@@ -55,18 +56,21 @@ export class Scheduler {
   async tryConsume(tokens, maxWait, options) {
     const signal = signalOption(options);
     signal?.throwIfAborted();
+    const maxWaitNanos = durationNanos(maxWait);
     const now = readClock(this.#clock);
-    const wait = ops.reserve(this.#raw, tokens, durationNanos(maxWait), now);
+    const at = readingMillis(this.#clock, now);
+    const wait = ops.reserve(this.#raw, tokens, maxWaitNanos, now);
     if (wait === null) {
       this.#listener?.onRejected?.(tokens);
       return false;
     }
-    await this.#serve(tokens, wait, signal, now);
+    await this.#serve(tokens, wait, signal, at);
     return true;
   }
 
-  // A wait that does not complete (aborted, or a listener threw) gives its tokens back.
-  async #serve(tokens, wait, signal, now) {
+  // A wait that does not complete (aborted, or a listener threw) gives its tokens back. `at` is
+  // when it was reserved, in milliseconds (see `#millis`).
+  async #serve(tokens, wait, signal, at) {
     if (wait > 0) {
       const queue = waitingOn(this.#raw);
       const reservation = {
@@ -83,7 +87,7 @@ export class Scheduler {
         throw failure;
       }
       try {
-        await this.#wait(queue, reservation, wait, now);
+        await this.#wait(queue, reservation, wait, at);
       } catch (reason) {
         if (signal?.aborted) this.#listener?.onAborted?.(reason);
         throw reason;
@@ -98,7 +102,7 @@ export class Scheduler {
    * listener's onDelayed), or with `RESERVATION_OVERFLOW` if moving it up finds its wait
    * unbounded (see `#moveUp`).
    */
-  #wait(queue, reservation, nanos, now) {
+  #wait(queue, reservation, nanos, at) {
     const { signal } = reservation;
     return new Promise((resolve, reject) => {
       const aborted = () => {
@@ -121,22 +125,28 @@ export class Scheduler {
         reservation.ready = true;
         this.#release(queue);
       };
-      // Due `wait` nanoseconds after `at` (the bucket's time it was reserved or remade at), or at
-      // `notBefore` (milliseconds, see `#millis`) if that is later.
-      reservation.schedule = (wait, at, notBefore = -Infinity) => {
+      // Due `wait` nanoseconds after `from` (the bucket's time it was reserved or remade at), or
+      // at `notBefore` if that is later; both in milliseconds (see `#millis`).
+      reservation.schedule = (wait, from, notBefore = -Infinity) => {
         reservation.cancel();
         reservation.ready = false;
-        const from = this.#millis(at);
         const own = from + Number(wait) / 1e6;
         reservation.dueAt = Math.max(own, notBefore);
         reservation.cancel = after(own >= notBefore ? timerMillis(wait) : Math.ceil(notBefore - from), due);
       };
-      if (signal?.aborted) {
-        aborted();
+      try {
+        if (signal?.aborted) {
+          aborted();
+          return;
+        }
+        if (signal) reservation.unwatch = onAbort(signal, aborted);
+      } catch (error) {
+        // A signal-like object that throws cannot end the wait, so it ends now, unserved.
+        this.#withdraw(queue, reservation);
+        reject(error);
         return;
       }
-      if (signal) reservation.unwatch = onAbort(signal, aborted);
-      reservation.schedule(nanos, now);
+      reservation.schedule(nanos, at);
     });
   }
 
@@ -170,7 +180,7 @@ export class Scheduler {
    * due with the one ahead of it end later than first promised; found by a randomized review.)
    */
   #millis(now) {
-    return this.#clock.unitIsMillis ? now : Number(now) / 1e6;
+    return readingMillis(this.#clock, now);
   }
 
   /** Takes `reservation` off the queue and its timer and signal; its index, or -1 if it was gone. */
@@ -242,6 +252,7 @@ export class Scheduler {
   /** `#moveUp`'s work: returns the `leaving` tokens and makes the `later` waits again. */
   #remake(queue, leaving, later) {
     const now = readClock(this.#clock);
+    const timerNow = this.#millis(now);
     const staying = [];
     for (const each of later) {
       if (each.returned) continue;
@@ -262,7 +273,6 @@ export class Scheduler {
     // One call: all or, past 64 bits, nothing (and then the waits keep their times).
     ops.forceAddTokens(this.#raw, exactNumber(total(staying)), now);
     const remade = new Set(staying);
-    const timerNow = this.#millis(now);
     // A remade wait is not due before any wait ahead of it, remade or not: those ahead of the
     // aborted one keep their times, though a `reset` may have paid their debts.
     let dueAhead = -Infinity;
@@ -274,7 +284,7 @@ export class Scheduler {
           each.fail(new EdgeBucketError('RESERVATION_OVERFLOW', `${each.tokens} tokens can no longer be reserved: the wait would be unbounded`));
           continue;
         }
-        if (Math.max(timerNow + Number(wait) / 1e6, dueAhead) < each.dueAt) each.schedule(wait, now, dueAhead);
+        if (Math.max(timerNow + Number(wait) / 1e6, dueAhead) < each.dueAt) each.schedule(wait, timerNow, dueAhead);
       }
       dueAhead = Math.max(dueAhead, each.dueAt);
     }

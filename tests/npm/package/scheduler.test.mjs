@@ -466,6 +466,7 @@ test('a bad maxWait rejects with EdgeBucketError and reserves nothing', async (t
     [new Date(), 'INVALID_DURATION'],
     [/1s/, 'INVALID_DURATION'],
     [new Map([['seconds', 1]]), 'INVALID_DURATION'],
+    [{ get seconds() { throw new Error('getter'); } }, 'INVALID_DURATION'],
   ];
   for (const [maxWait, code] of cases) {
     // 5 tokens are 200 ms away: any reading of a bad maxWait as a long one would reserve them.
@@ -631,6 +632,45 @@ test('a wait beyond 2^53 ns (a BigInt) is waited in full, and an abort returns i
   controller.abort();
   await assert.rejects(aborted, { name: 'AbortError' });
   assert.equal(bucket.estimateAbilityToConsume(1).nanosToWaitForRefill, wait);
+});
+
+test('waits on a time meter of BigInts (epoch nanoseconds, past 2^53) are served on time, in order', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const clock = { t: 1_795_269_030_570n * 1_000_000n };
+  const bucket = Bucket.builder().addLimit((l) => l.capacity(10).refillGreedy(10, '1s')).withCustomTimeMeter(() => clock.t).build();
+  const advance = async (ms) => {
+    clock.t += BigInt(ms * MS);
+    t.mock.timers.tick(ms);
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+  };
+  bucket.tryConsume(10);
+  const scheduler = bucket.asScheduler();
+  const order = [];
+  const first = scheduler.consume(5).then(() => order.push('first'));
+  const second = scheduler.tryConsume(1, '1s').then((ok) => order.push(`second ${ok}`));
+  await advance(499);
+  assert.deepEqual(order, []);
+  await advance(1);
+  assert.deepEqual(order, ['first']);
+  await advance(100);
+  await Promise.all([first, second]);
+  assert.deepEqual(order, ['first', 'second true']);
+  assert.equal(bucket.getAvailableTokens(), 0);
+});
+
+test('a signal-like object that throws rejects the wait with its error and returns the tokens', async (t) => {
+  const { bucket, scheduler, advance } = scenario(t);
+  bucket.tryConsume(10);
+  const refusing = { throwIfAborted() {}, addEventListener() { throw new TypeError('cannot listen'); }, removeEventListener() {} };
+  const unreadable = { throwIfAborted() {}, get aborted() { throw new TypeError('no state'); }, addEventListener() {}, removeEventListener() {} };
+  await assert.rejects(scheduler.consume(5, { signal: refusing }), { name: 'TypeError', message: 'cannot listen' });
+  await assert.rejects(scheduler.tryConsume(5, '1s', { signal: unreadable }), { name: 'TypeError', message: 'no state' });
+  assert.equal(bucket.getAvailableTokens(), 0, 'both reservations went back');
+  let served = false;
+  const later = scheduler.consume(1).then(() => { served = true; });
+  await advance(100);
+  assert.equal(served, true, 'nothing stranded in the queue ahead of it');
+  await later;
 });
 
 test('a timer that fires early does not end a wait early on a built-in clock', async (t) => {
