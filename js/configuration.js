@@ -2,7 +2,7 @@
 // (with serde-wasm-bindgen and humantime), so JS and Rust share one set of rules and one
 // duration parser.
 import { invalidArgument, EdgeBucketError } from './errors.js';
-import { raw, describe, exactNumber, isOddObject } from './runtime.js';
+import { raw, describe, exactNumber, isOddObject, plainData, plainCopy } from './runtime.js';
 
 /** How tokens carry over when a configuration is replaced (Bucket4j's names). */
 export const TokensInheritanceStrategy = Object.freeze({
@@ -48,8 +48,11 @@ export class BucketConfiguration {
 
   /** A configuration from the JSON schema (`{ bandwidths: [...] }`), checked by the core. */
   static fromJSON(spec) {
-    checkPeriods(spec);
-    return new BucketConfiguration(new raw.RawConfiguration(spec));
+    const plain = plainData('INVALID_CONFIGURATION', 'invalid configuration', () => {
+      checkPeriods(spec);
+      return plainCopy(spec, 0);
+    });
+    return new BucketConfiguration(new raw.RawConfiguration(plain));
   }
 
   /**

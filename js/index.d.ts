@@ -370,6 +370,9 @@ export class BucketStore {
    * next access, tokens carried over by `strategy`; keys at `version` keep theirs. Left out,
    * `version` and `strategy` stay as they are: a new configuration alone is for new keys only.
    *
+   * Called from the store's own supplier it throws `STORE_BUSY`: the key being supplied would get
+   * the old configuration under the new version.
+   *
    * @example
    * store.configure({ configuration: stricter, version: 2, strategy: TokensInheritanceStrategy.AS_IS });
    */

@@ -142,16 +142,50 @@ function keyTooLong(length) {
 
 /** A duration in the configuration schema's forms, read by the Rust core's parser, in nanoseconds. */
 export function durationNanos(duration) {
-  checkDurationShape(duration);
-  raw.durationNanos(duration);
+  raw.durationNanos(plainDuration(duration));
   return result(0);
 }
 
-/** Refuses a duration that is an object but not a plain one (see `isOddObject`) before Rust reads it. */
-export function checkDurationShape(duration) {
-  if (isOddObject(duration)) {
-    throw new EdgeBucketError('INVALID_DURATION', `a duration is milliseconds, a string or a plain object such as { seconds: 1 }, got ${describe(duration)}`);
+/**
+ * A duration as plain data for Rust (see `plainData`); one that is an object but not a plain one
+ * (see `isOddObject`) is refused.
+ */
+export function plainDuration(duration) {
+  return plainData('INVALID_DURATION', 'invalid duration', () => {
+    if (isOddObject(duration)) {
+      throw new EdgeBucketError('INVALID_DURATION', `a duration is milliseconds, a string or a plain object such as { seconds: 1 }, got ${describe(duration)}`);
+    }
+    return plainCopy(duration, 0);
+  });
+}
+
+/**
+ * What `read` returns: a caller's value checked and copied as plain data (see `plainCopy`), in
+ * JavaScript. Rust must never run a caller's getter or Proxy trap: an exception thrown through wasm
+ * frames leaves the module's stack pointer and borrow flags behind, and enough of them break every
+ * later call. An exception the caller's code throws becomes an `EdgeBucketError` with `code`.
+ */
+export function plainData(code, what, read) {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof EdgeBucketError) throw error;
+    throw new EdgeBucketError(code, `${what}: reading it threw ${error instanceof Error ? error.message : describe(error)}`);
   }
+}
+
+/** Deeper than any configuration: a cycle, or no configuration. */
+const MAX_DEPTH = 32;
+
+/**
+ * `value` copied as primitives, arrays and objects of its own enumerable string-keyed properties
+ * (what serde-wasm-bindgen reads of an object), with no getters or prototypes of the caller's.
+ */
+export function plainCopy(value, depth) {
+  if (typeof value !== 'object' || value === null) return value;
+  if (depth > MAX_DEPTH) throw new Error(`it is nested more than ${MAX_DEPTH} deep`);
+  if (Array.isArray(value)) return Array.from(value, (item) => plainCopy(item, depth + 1));
+  return Object.fromEntries(Object.keys(value).map((name) => [name, plainCopy(value[name], depth + 1)]));
 }
 
 /**

@@ -1,9 +1,9 @@
 // Many buckets by key in wasm memory: the Rust core's BucketStore (Bucket4j's ProxyManager
 // idea, local). See src/core/store.rs for the memory layout, expiry and eviction.
 import { invalidArgument, knownOptions, EdgeBucketError } from './errors.js';
-import { raw, writeKey, tokensArg, fail, result, describe, checkDurationShape, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
+import { raw, writeKey, tokensArg, fail, result, describe, plainDuration, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
 import { BucketConfiguration, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
-import { clockOption, readClock } from './clock.js';
+import { clockOption, readClock, heldReading, timeArg } from './clock.js';
 import { consumptionProbe, estimationProbe } from './operations.js';
 
 
@@ -48,6 +48,7 @@ export class BucketStore {
   #supplier = null;
   #version = 0;
   #strategy = TokensInheritanceStrategy.RESET;
+  #supplying = 0; // suppliers running (one may use the store for other keys)
 
   constructor(options = {}) {
     const known = ['configuration', 'maxKeys', 'maxKeyBytes', 'idleGrace', 'version', 'strategy', 'clock'];
@@ -67,8 +68,8 @@ export class BucketStore {
       throw invalidArgument(`maxKeyBytes must be a whole number, got ${describe(maxKeyBytes)}`);
     }
     this.#clock = clockOption(clock);
-    checkDurationShape(idleGrace);
-    this.#raw = new raw.RawStore(maxKeys, maxKeyBytes, idleGrace, this.#clock.unitIsMillis, this.#clock.originMillis);
+    const grace = plainDuration(idleGrace);
+    this.#raw = new raw.RawStore(maxKeys, maxKeyBytes, grace, this.#clock.unitIsMillis, this.#clock.originMillis);
     this.configure({ configuration, version, strategy });
   }
 
@@ -82,6 +83,11 @@ export class BucketStore {
    * store.configure({ configuration: stricter, version: 2, strategy: TokensInheritanceStrategy.AS_IS });
    */
   configure(options) {
+    if (this.#supplying > 0) {
+      // The key being supplied would be stamped with the new version but get the configuration
+      // its supplier made for the old one, and never be brought up to date.
+      throw new EdgeBucketError('STORE_BUSY', 'the store cannot be configured from within its configuration supplier');
+    }
     const known = ['configuration', 'version', 'strategy'];
     const { configuration, version = this.#version, strategy = this.#strategy } = knownOptions(options, known, 'configure');
     const supplied = typeof configuration === 'function';
@@ -107,26 +113,29 @@ export class BucketStore {
     // use the package itself, which writes its own into the same exchange.
     const now = readClock(this.#clock);
     let status = this.#raw.tryConsume(writeKey(key), tokensArg(tokens), now);
-    if (status > STATUS_TRUE) status = this.#retry(status, key, (at) => this.#raw.tryConsume(writeKey(key), tokensArg(tokens), at));
+    if (status > STATUS_TRUE) status = this.#retry(status, key, (at) => this.#raw.tryConsume(writeKey(key), tokensArg(tokens), at), now);
     return status === STATUS_TRUE;
   }
 
   /** As `Bucket.tryConsumeAndReturnRemaining`, on `key`'s bucket. */
   tryConsumeAndReturnRemaining(key, tokens) {
-    const op = (now) => this.#raw.tryConsumeAndReturnRemaining(writeKey(key), tokensArg(tokens), now);
-    return consumptionProbe(this.#settle(op(readClock(this.#clock)), key, op));
+    const op = (at) => this.#raw.tryConsumeAndReturnRemaining(writeKey(key), tokensArg(tokens), at);
+    const now = readClock(this.#clock);
+    return consumptionProbe(this.#settle(op(now), key, op, now));
   }
 
   /** As `Bucket.estimateAbilityToConsume`, on `key`'s bucket. */
   estimateAbilityToConsume(key, tokens) {
-    const op = (now) => this.#raw.estimateAbilityToConsume(writeKey(key), tokensArg(tokens), now);
-    return estimationProbe(this.#settle(op(readClock(this.#clock)), key, op));
+    const op = (at) => this.#raw.estimateAbilityToConsume(writeKey(key), tokensArg(tokens), at);
+    const now = readClock(this.#clock);
+    return estimationProbe(this.#settle(op(now), key, op, now));
   }
 
   /** Tokens available in `key`'s bucket. */
   getAvailableTokens(key) {
-    const op = (now) => this.#raw.getAvailableTokens(writeKey(key), now);
-    this.#settle(op(readClock(this.#clock)), key, op);
+    const op = (at) => this.#raw.getAvailableTokens(writeKey(key), at);
+    const now = readClock(this.#clock);
+    this.#settle(op(now), key, op, now);
     return result(0);
   }
 
@@ -167,25 +176,32 @@ export class BucketStore {
     this.#raw = FREED;
   }
 
-  #settle(status, key, again) {
-    return status > STATUS_TRUE ? this.#retry(status, key, again) === STATUS_TRUE : status === STATUS_TRUE;
+  #settle(status, key, again, now) {
+    return status > STATUS_TRUE ? this.#retry(status, key, again, now) === STATUS_TRUE : status === STATUS_TRUE;
   }
 
-  // Cold path: an error, or a key that needs its configuration from the supplier.
-  #retry(status, key, again) {
+  // Cold path: an error, or a key that needs its configuration from the supplier. The operation
+  // keeps the one time it read: a second read that failed would leave the key supplied.
+  #retry(status, key, again, now) {
     if (status === STATUS_NEEDS_CONFIGURATION) {
-      this.#supply(key);
-      status = again(readClock(this.#clock));
+      const time = heldReading(this.#clock, now); // the supplier may use the package
+      this.#supply(key, time);
+      status = again(timeArg(time));
     }
     if (status > STATUS_TRUE) fail();
     return status;
   }
 
-  #supply(key) {
-    // A copy of a byte key: a supplier that changed the caller's bytes would change the key.
-    const configuration = this.#supplier(key instanceof Uint8Array ? key.slice() : key);
-    const now = readClock(this.#clock);
-    this.#raw.supply(writeKey(key), rawConfiguration(configuration), now);
+  #supply(key, time) {
+    this.#supplying += 1;
+    let configuration;
+    try {
+      // A copy of a byte key: a supplier that changed the caller's bytes would change the key.
+      configuration = this.#supplier(key instanceof Uint8Array ? key.slice() : key);
+    } finally {
+      this.#supplying -= 1;
+    }
+    this.#raw.supply(writeKey(key), rawConfiguration(configuration), timeArg(time));
   }
 }
 

@@ -118,3 +118,24 @@ test('toJSON gives numbers while exact even beside a BigInt, and round-trips', (
   assert.deepEqual([big.capacity, big.refill.tokens], [2n ** 60n, 2n ** 53n], '2^53 itself is past the safe range');
   assert.ok(BucketConfiguration.fromJSON(config.toJSON()).equals(config));
 });
+
+test("a caller's getter that throws is an EdgeBucketError, read in JS: wasm stays sound", () => {
+  // Thrown inside wasm, each left wasm's stack and borrows behind; about 1,300 broke every call.
+  const period = { get seconds() { throw new Error('getter failed'); } };
+  const capacity = { bandwidths: [{ get capacity() { throw new Error('no capacity'); }, refill: { kind: 'greedy', tokens: 1, period: '1s' } }] };
+  const proxy = new Proxy({}, { ownKeys() { throw new Error('trap'); } });
+  const bucket = Bucket.builder().addLimit((l) => l.capacity(10).refillGreedy(10, '1s')).build();
+  for (let i = 0; i < 3000; i++) {
+    assert.throws(() => BucketConfiguration.builder().addLimit((l) => l.capacity(1).refillGreedy(1, period)).build(), {
+      code: 'INVALID_CONFIGURATION',
+      message: 'invalid configuration: reading it threw getter failed',
+    });
+    assert.throws(() => BucketConfiguration.fromJSON(capacity), { code: 'INVALID_CONFIGURATION' });
+    assert.throws(() => BucketConfiguration.fromJSON(proxy), { code: 'INVALID_CONFIGURATION' });
+  }
+  assert.equal(bucket.tryConsume(1), true);
+  assert.equal(bucket.getAvailableTokens(), 9);
+  const cyclic = { bandwidths: [] };
+  cyclic.bandwidths.push(cyclic);
+  assert.throws(() => BucketConfiguration.fromJSON(cyclic), { code: 'INVALID_CONFIGURATION', message: /nested more than 32 deep/ });
+});

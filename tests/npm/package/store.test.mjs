@@ -245,6 +245,7 @@ test('bad arguments throw EdgeBucketError and change nothing', () => {
     [() => new BucketStore({ configuration: limit(1, 1), maxKeyBytes: 2n ** 20n }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({ configuration: limit(1, 1), idleGrace: 'soon' }), 'INVALID_DURATION'],
     [() => new BucketStore({ configuration: limit(1, 1), idleGrace: new Date() }), 'INVALID_DURATION'],
+    [() => new BucketStore({ configuration: limit(1, 1), idleGrace: { get seconds() { throw new Error('getter'); } } }), 'INVALID_DURATION'],
     [() => new BucketStore({ configuration: limit(1, 1), clock: 'sundial' }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({ configuration: limit(1, 1), clock: Object.create(null) }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({}), 'INVALID_ARGUMENT'],
@@ -369,6 +370,40 @@ test('well-formed non-ASCII keys, surrogate pairs included, are distinct keys', 
   for (const key of ['😀', '\uFFFD', 'é', 'e\u0301']) assert.equal(store.tryConsume(key, 1), true, key);
   assert.equal(store.size, 4);
   assert.equal(store.tryConsume('😀', 1), false, 'the first key is empty');
+});
+
+test('a supplier cannot configure its store (STORE_BUSY); the key is not created', () => {
+  let configure = true;
+  const store = new BucketStore({
+    configuration: () => {
+      // Allowed, it would stamp the key with version 2 but give it version 1's configuration.
+      if (configure) store.configure({ configuration: limit(500, 1), version: 2 });
+      return limit(10, 1);
+    },
+  });
+  assert.throws(() => store.tryConsume('a', 1), (e) => e instanceof EdgeBucketError && e.code === 'STORE_BUSY');
+  assert.equal(store.size, 0);
+  configure = false;
+  assert.equal(store.tryConsume('a', 1), true, 'the store works on, at version 0');
+  assert.equal(store.getAvailableTokens('a'), 9);
+});
+
+test('an operation reads the clock once, also when it calls the supplier', () => {
+  let reads = 0;
+  const clock = () => [0, 1.5][reads++] ?? 1.5; // its second reading is not a time
+  const store = new BucketStore({ configuration: () => limit(3, 1), clock });
+  assert.equal(store.tryConsume('k', 1), true, 'a second reading would have failed with the key supplied');
+  assert.equal(reads, 1);
+  // A BigInt time is kept across a supplier that puts its own, an hour later, into the exchange.
+  const epoch = 1_795_269_030_570n * 1_000_000n;
+  const side = Bucket.builder().addLimit((l) => l.capacity(10).refillGreedy(10, '1s')).withCustomTimeMeter(() => epoch + 3600n * BigInt(SEC)).build();
+  const empty = limit(3, 1, (l) => l.initialTokens(0));
+  let time = epoch;
+  const big = new BucketStore({ configuration: () => (side.tryConsume(1), empty), clock: () => time });
+  const probe = big.tryConsumeAndReturnRemaining('k', 1);
+  assert.deepEqual([probe.consumed, probe.nanosToWaitForRefill], [false, SEC], "decided at the store's time: nothing refilled yet");
+  time += BigInt(SEC);
+  assert.equal(big.getAvailableTokens('k'), 1, "created at the store's time: a second later, a token");
 });
 
 test('a time meter that uses the package does not change the key or the count of the operation', () => {
