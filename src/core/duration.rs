@@ -97,8 +97,9 @@ impl InstantSpec {
     /// Nanoseconds since the Unix epoch.
     ///
     /// # Errors
-    /// [`Error::InvalidInstant`] for unreadable text, fractional milliseconds or an instant
-    /// outside the 64-bit nanosecond range (years 1677 to 2262). Text is RFC 3339 with `Z` or a
+    /// [`Error::InvalidInstant`] for unreadable text, fractional milliseconds, a fraction of a
+    /// second finer than a nanosecond, or an instant outside the 64-bit nanosecond range (years
+    /// 1677 to 2262). Text is RFC 3339 with `Z` or a
     /// numeric offset, its local date and time from 1970 on (humantime's range): an earlier
     /// year is unreadable text, where milliseconds before the epoch are a number the caller
     /// judges.
@@ -166,6 +167,10 @@ fn split_offset(text: &str) -> Result<(&str, i64)> {
     // humantime reads second 60 as 59 on any minute: an instant a second early, silently.
     if &local[17..19] == "60" {
         return Err(invalid_instant(text, "a leap second (:60) has no instant of its own in Unix time".into()));
+    }
+    // humantime drops the digits of a fraction past the ninth: a finer instant, cut silently.
+    if local.bytes().skip("0000-00-00T00:00:00.".len() + 9).any(|digit| digit != b'0') {
+        return Err(invalid_instant(text, "a fraction of a second finer than a nanosecond cannot be exact".into()));
     }
     Ok((local, offset))
 }
@@ -332,6 +337,8 @@ mod tests {
         assert_eq!(instant("2026-01-01T01:00:00+01:00").unwrap(), midnight);
         assert_eq!(instant("2025-12-31T19:00:00-05:00").unwrap(), midnight);
         assert_eq!(instant("2026-01-01T05:30:00.000+05:30").unwrap(), midnight);
+        assert_eq!(instant("2026-01-01T00:00:00.123456789Z").unwrap(), midnight + 123_456_789);
+        assert_eq!(instant("2026-01-01T00:00:00.1234567890000Z").unwrap(), midnight + 123_456_789, "zeros are exact");
         assert_eq!(instant("2026-01-01t00:00:00z").unwrap(), midnight);
         assert_eq!(instant("2026-01-01T00:00:00+00:00").unwrap(), midnight);
         assert_eq!(instant("2026-01-01T00:00:00-00:00").unwrap(), midnight);
@@ -358,6 +365,9 @@ mod tests {
             "2026-11-21T17:00:00+01:00Z",
             "",
             "Z",
+            // Finer than a nanosecond: humantime would cut it.
+            "2026-01-01T00:00:00.1234567891Z",
+            "2026-01-01T00:00:00.0000000001+01:00",
             // Second 60 read as 59 would move an aligned refill grid a second early.
             "2026-01-15T12:34:60Z",
             "2016-12-31T23:59:60Z",
