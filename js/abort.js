@@ -42,6 +42,22 @@ export function onAbort(signal, callback) {
   return () => {
     if (!entry.callbacks.delete(callback) || entry.callbacks.size > 0 || watched.get(signal) !== entry) return;
     watched.delete(signal);
-    signal.removeEventListener('abort', entry.listener);
+    try {
+      signal.removeEventListener('abort', entry.listener);
+    } catch {
+      // A signal-like object that keeps the listener: it finds no callbacks when it fires.
+    }
   };
+}
+
+/**
+ * Whether `signal` has aborted; false for none, and for a signal-like object whose `aborted`
+ * throws once its wait is queued (its wait then ends as any other, by its time).
+ */
+export function hasAborted(signal) {
+  try {
+    return signal?.aborted === true;
+  } catch {
+    return false;
+  }
 }

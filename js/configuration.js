@@ -2,7 +2,7 @@
 // (with serde-wasm-bindgen and humantime), so JS and Rust share one set of rules and one
 // duration parser.
 import { invalidArgument, EdgeBucketError } from './errors.js';
-import { raw, describe, exactNumber, isOddObject, plainData, plainCopy } from './runtime.js';
+import { raw, describe, exactNumber, isOddObject, plainData, structCopy, leafCopy, durationCopy } from './runtime.js';
 
 /** How tokens carry over when a configuration is replaced (Bucket4j's names). */
 export const TokensInheritanceStrategy = Object.freeze({
@@ -50,7 +50,7 @@ export class BucketConfiguration {
   static fromJSON(spec) {
     const plain = plainData('INVALID_CONFIGURATION', 'invalid configuration', () => {
       checkPeriods(spec);
-      return plainCopy(spec, 0);
+      return structCopy(spec, CONFIGURATION);
     });
     return new BucketConfiguration(new raw.RawConfiguration(plain));
   }
@@ -80,6 +80,29 @@ function exactNumbers(value) {
     for (const name of Object.keys(value)) value[name] = exactNumbers(value[name]);
   }
   return value;
+}
+
+// The schema as the core reads it (src/core/schema.rs), each struct's fields in order, for
+// `structCopy`: a configuration is copied to plain data before Rust reads it (see `plainData`).
+const REFILL = new Map([
+  ['kind', leafCopy],
+  ['tokens', leafCopy],
+  ['period', durationCopy],
+  ['firstRefillTime', leafCopy],
+  ['adaptiveInitialTokens', leafCopy],
+]);
+const BANDWIDTH = new Map([
+  ['capacity', leafCopy],
+  ['refill', (refill) => structCopy(refill, REFILL)],
+  ['initialTokens', leafCopy],
+  ['id', leafCopy],
+]);
+const CONFIGURATION = new Map([['bandwidths', bandwidthsCopy]]);
+
+/** The bandwidths, by index (an array's own iterator is the caller's code). */
+function bandwidthsCopy(list) {
+  if (!Array.isArray(list)) return leafCopy(list);
+  return Array.from({ length: list.length }, (_, i) => structCopy(list[i], BANDWIDTH));
 }
 
 /** Refill periods that are not plain objects (see `isOddObject`); the core checks the rest. */

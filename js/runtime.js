@@ -155,12 +155,12 @@ export function plainDuration(duration) {
     if (isOddObject(duration)) {
       throw new EdgeBucketError('INVALID_DURATION', `a duration is milliseconds, a string or a plain object such as { seconds: 1 }, got ${describe(duration)}`);
     }
-    return plainCopy(duration, 0);
+    return durationCopy(duration);
   });
 }
 
 /**
- * What `read` returns: a caller's value checked and copied as plain data (see `plainCopy`), in
+ * What `read` returns: a caller's value checked and copied as plain data (see `structCopy`), in
  * JavaScript. Rust must never run a caller's getter or Proxy trap: an exception thrown through wasm
  * frames leaves the module's stack pointer and borrow flags behind, and enough of them break every
  * later call. An exception the caller's code throws becomes an `EdgeBucketError` with `code`.
@@ -170,22 +170,63 @@ export function plainData(code, what, read) {
     return read();
   } catch (error) {
     if (error instanceof EdgeBucketError) throw error;
-    throw new EdgeBucketError(code, `${what}: reading it threw ${error instanceof Error ? error.message : describe(error)}`);
+    throw new EdgeBucketError(code, `${what}: reading it threw ${thrownText(error)}`);
   }
 }
 
-/** Deeper than any configuration: a cycle, or no configuration. */
-const MAX_DEPTH = 32;
+/** What a caller's code threw, for a message; reading it may throw too. */
+function thrownText(error) {
+  try {
+    return error instanceof Error ? String(error.message) : describe(error);
+  } catch {
+    return 'a value that cannot be shown';
+  }
+}
 
 /**
- * `value` copied as primitives, arrays and objects of its own enumerable string-keyed properties
- * (what serde-wasm-bindgen reads of an object), with no getters or prototypes of the caller's.
+ * A value Rust reads as a whole (a count, a name, an instant) copied for it: a primitive as it
+ * is; an object, which is a type error there whatever it holds, as an empty one of its kind (a
+ * byte array as it is: serde reads its bytes, never the caller's code).
  */
-export function plainCopy(value, depth) {
-  if (typeof value !== 'object' || value === null) return value;
-  if (depth > MAX_DEPTH) throw new Error(`it is nested more than ${MAX_DEPTH} deep`);
-  if (Array.isArray(value)) return Array.from(value, (item) => plainCopy(item, depth + 1));
-  return Object.fromEntries(Object.keys(value).map((name) => [name, plainCopy(value[name], depth + 1)]));
+export function leafCopy(value) {
+  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return value;
+  return Array.isArray(value) ? [] : {};
+}
+
+/**
+ * A duration copied as serde reads it: a primitive, or its own enumerable entries (its parts,
+ * each a leaf; see `leafCopy`).
+ */
+export function durationCopy(value) {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return leafCopy(value);
+  const copy = {};
+  for (const name of Object.keys(value)) define(copy, name, leafCopy(value[name]));
+  return copy;
+}
+
+/**
+ * A struct copied as serde-wasm-bindgen reads it: `fields` (a Map from name to how its value is
+ * copied) by name, inherited and non-enumerable ones too; any other own enumerable key only as
+ * present (`true`) or left out (null or undefined), all the core asks of an unknown field (of an
+ * array, whose elements the core never reads here, none).
+ */
+export function structCopy(value, fields) {
+  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return value;
+  const copy = {};
+  for (const name of Array.isArray(value) ? [] : Object.keys(value)) {
+    if (fields.has(name)) continue;
+    const unknown = value[name];
+    define(copy, name, unknown === undefined || unknown === null ? unknown : true);
+  }
+  for (const [name, copier] of fields) {
+    if (name in value) define(copy, name, copier(value[name]));
+  }
+  return copy;
+}
+
+/** `object[name] = value` as an own property, also for `__proto__`. */
+function define(object, name, value) {
+  Object.defineProperty(object, name, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /**

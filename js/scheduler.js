@@ -4,9 +4,9 @@
 import { EdgeBucketError, invalidArgument, knownOptions } from './errors.js';
 import { durationNanos, describe, exactNumber, I64_MAX } from './runtime.js';
 import * as ops from './operations.js';
-import { readClock, readingMillis } from './clock.js';
+import { readClock, readingMillis, heldReading, timeArg } from './clock.js';
 import { after } from './timers.js';
-import { onAbort } from './abort.js';
+import { onAbort, hasAborted } from './abort.js';
 
 /** A bucket's scheduling view: see `Bucket.asScheduler()`. */
 export class Scheduler {
@@ -89,7 +89,7 @@ export class Scheduler {
       try {
         await this.#wait(queue, reservation, wait, at);
       } catch (reason) {
-        if (signal?.aborted) this.#listener?.onAborted?.(reason);
+        if (hasAborted(signal)) this.#listener?.onAborted?.(reason);
         throw reason;
       }
     }
@@ -251,12 +251,14 @@ export class Scheduler {
 
   /** `#moveUp`'s work: returns the `leaving` tokens and makes the `later` waits again. */
   #remake(queue, leaving, later) {
-    const now = readClock(this.#clock);
-    const timerNow = this.#millis(now);
+    // The time is passed again after the signals' code has run, which may use the package and
+    // write its own time into the exchange.
+    const time = heldReading(this.#clock, readClock(this.#clock));
+    const timerNow = this.#millis(time);
     const staying = [];
     for (const each of later) {
       if (each.returned) continue;
-      if (each.signal?.aborted) {
+      if (hasAborted(each.signal)) {
         each.returned = true;
         each.cancel(); // its abort, on its way, rejects it
         leaving.push(each);
@@ -268,10 +270,10 @@ export class Scheduler {
     // and what is given back fills every bandwidth's room: both are capped there.
     const owed = exactNumber(min(total(queue.list.filter((each) => !each.returned)), I64_MAX));
     // One call for all: giving back a and then b ends where giving back a + b at once does.
-    if (leaving.length > 0) ops.returnReserved(this.#raw, exactNumber(min(total(leaving), I64_MAX)), owed, now);
+    if (leaving.length > 0) ops.returnReserved(this.#raw, exactNumber(min(total(leaving), I64_MAX)), owed, timeArg(time));
     if (staying.length === 0) return;
     // One call: all or, past 64 bits, nothing (and then the waits keep their times).
-    ops.forceAddTokens(this.#raw, exactNumber(total(staying)), now);
+    ops.forceAddTokens(this.#raw, exactNumber(total(staying)), timeArg(time));
     const remade = new Set(staying);
     // A remade wait is not due before any wait ahead of it, remade or not: those ahead of the
     // aborted one keep their times, though a `reset` may have paid their debts.
@@ -279,7 +281,7 @@ export class Scheduler {
     for (const each of [...queue.list]) {
       if (each.returned) continue;
       if (remade.has(each)) {
-        const wait = ops.reserve(this.#raw, each.tokens, Infinity, now);
+        const wait = ops.reserve(this.#raw, each.tokens, Infinity, timeArg(time));
         if (wait === null) {
           each.fail(new EdgeBucketError('RESERVATION_OVERFLOW', `${each.tokens} tokens can no longer be reserved: the wait would be unbounded`));
           continue;

@@ -137,5 +137,31 @@ test("a caller's getter that throws is an EdgeBucketError, read in JS: wasm stay
   assert.equal(bucket.getAvailableTokens(), 9);
   const cyclic = { bandwidths: [] };
   cyclic.bandwidths.push(cyclic);
-  assert.throws(() => BucketConfiguration.fromJSON(cyclic), { code: 'INVALID_CONFIGURATION', message: /nested more than 32 deep/ });
+  assert.throws(() => BucketConfiguration.fromJSON(cyclic), { code: 'INVALID_CONFIGURATION', message: /missing field `capacity`/ });
+});
+
+test('a configuration is read as serde reads it: fields by name, inherited ones too; unknown fields only as present', () => {
+  const refill = { kind: 'greedy', tokens: 1, period: '1s' };
+  class Limit {
+    get capacity() { return 10; }
+    get refill() { return refill; }
+  }
+  const hidden = { refill };
+  Object.defineProperty(hidden, 'capacity', { value: 10, enumerable: false });
+  for (const bandwidth of [new Limit(), Object.create({ capacity: 10, refill }), hidden]) {
+    const config = BucketConfiguration.fromJSON({ bandwidths: [bandwidth] });
+    assert.deepEqual(config.toJSON(), { bandwidths: [{ capacity: 10, refill: { kind: 'greedy', tokens: 1, period: '1s' } }] });
+  }
+  // What the core never reads is never copied (a large or deeply shared object there would cost
+  // its every path): an unknown field's contents, or an object where a number belongs.
+  const reads = [];
+  const watched = (target) => new Proxy(target, {
+    get: (t, name) => (reads.push(name), t[name]),
+    ownKeys: (t) => (reads.push('ownKeys'), Reflect.ownKeys(t)),
+  });
+  assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 1, refill, junk: watched({ a: {} }) }] }), { message: /unknown field `junk`/ });
+  assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: watched([1, 2]), refill }] }), { code: 'INVALID_CONFIGURATION' });
+  assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 1, refill }], junk: watched([]) }), { message: /unknown field `junk`/ });
+  assert.deepEqual(reads, []);
+  assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [[10, refill]] }), { message: 'invalid configuration: missing field `capacity`' });
 });

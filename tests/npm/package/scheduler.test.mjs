@@ -673,6 +673,61 @@ test('a signal-like object that throws rejects the wait with its error and retur
   await later;
 });
 
+test("a remade wait keeps its bucket's BigInt time while a signal's code uses the package", async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const epoch = 1_795_269_030_570n * 1_000_000n;
+  const clock = { t: epoch };
+  // Another bucket whose time meter is 1,000 s ahead: its time goes through the same exchange.
+  const other = Bucket.builder().addLimit((l) => l.capacity(1000).refillGreedy(1, '1s')).withCustomTimeMeter(() => epoch + 1_000_000n * BigInt(MS)).build();
+  const bucket = Bucket.builder().addLimit((l) => l.capacity(5).refillGreedy(1, '100ms')).withCustomTimeMeter(() => clock.t).build();
+  const advance = async (ms) => {
+    clock.t += BigInt(ms * MS);
+    t.mock.timers.tick(ms);
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+  };
+  bucket.tryConsume(5);
+  const scheduler = bucket.asScheduler();
+  const busy = { get aborted() { other.tryConsume(1); return false; }, throwIfAborted() {}, addEventListener() {}, removeEventListener() {} };
+  const controller = new AbortController();
+  const first = scheduler.consume(1, { signal: controller.signal });
+  let served = false;
+  const second = scheduler.consume(1, { signal: busy }).then(() => { served = true; });
+  await advance(20);
+  controller.abort();
+  await assert.rejects(first, { name: 'AbortError' });
+  assert.equal(bucket.estimateAbilityToConsume(1).nanosToWaitForRefill, 180 * MS, "owed: the second's token, 0.2 refilled");
+  await advance(79);
+  assert.equal(served, false, 'moved up to 100 ms, not served at once');
+  await advance(1);
+  await second;
+  assert.equal(bucket.getAvailableTokens(), 0);
+});
+
+test('a signal-like object that throws later ends nothing it should not', async (t) => {
+  const { bucket, scheduler, advance } = scenario(t);
+  bucket.tryConsume(10);
+  let throwing = false;
+  const flaky = {
+    get aborted() { if (throwing) throw new TypeError('no state'); return false; },
+    throwIfAborted() {},
+    addEventListener() {},
+    removeEventListener() { throw new TypeError('cannot unlisten'); },
+  };
+  const controller = new AbortController();
+  const order = [];
+  const first = scheduler.consume(1, { signal: controller.signal }).catch((e) => order.push(e.name));
+  const second = scheduler.consume(1, { signal: flaky }).then(() => order.push('second'));
+  const third = scheduler.consume(1).then(() => order.push('third'));
+  throwing = true;
+  controller.abort();
+  await Promise.resolve();
+  assert.equal(bucket.getAvailableTokens(), -2, "the first's token is back; the others moved up");
+  await advance(100);
+  await advance(100);
+  await Promise.all([first, second, third]);
+  assert.deepEqual(order, ['AbortError', 'second', 'third'], "a throwing removeEventListener neither strands nor throws");
+});
+
 test('a timer that fires early does not end a wait early on a built-in clock', async (t) => {
   // Node's timers count from a clock cut to whole milliseconds and can fire up to 1 ms early.
   // This setTimeout fires at half the delay, every time: the wait must still end on time.
