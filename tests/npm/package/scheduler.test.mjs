@@ -24,6 +24,15 @@ function scenario(t) {
   return { bucket, clock, listener, advance, scheduler: bucket.asScheduler() };
 }
 
+/** Moves a manual clock of BigInt nanoseconds and node:test's mocked setTimeout together. */
+function bigIntAdvance(t, clock) {
+  return async (ms) => {
+    clock.t += BigInt(ms * MS);
+    t.mock.timers.tick(ms);
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+  };
+}
+
 test('a later small request does not overtake an earlier large one', async (t) => {
   const { bucket, scheduler, advance, listener } = scenario(t);
   bucket.tryConsume(10);
@@ -638,11 +647,7 @@ test('waits on a time meter of BigInts (epoch nanoseconds, past 2^53) are served
   t.mock.timers.enable({ apis: ['setTimeout'] });
   const clock = { t: 1_795_269_030_570n * 1_000_000n };
   const bucket = Bucket.builder().addLimit((l) => l.capacity(10).refillGreedy(10, '1s')).withCustomTimeMeter(() => clock.t).build();
-  const advance = async (ms) => {
-    clock.t += BigInt(ms * MS);
-    t.mock.timers.tick(ms);
-    for (let i = 0; i < 5; i++) await Promise.resolve();
-  };
+  const advance = bigIntAdvance(t, clock);
   bucket.tryConsume(10);
   const scheduler = bucket.asScheduler();
   const order = [];
@@ -680,11 +685,7 @@ test("a remade wait keeps its bucket's BigInt time while a signal's code uses th
   // Another bucket whose time meter is 1,000 s ahead: its time goes through the same exchange.
   const other = Bucket.builder().addLimit((l) => l.capacity(1000).refillGreedy(1, '1s')).withCustomTimeMeter(() => epoch + 1_000_000n * BigInt(MS)).build();
   const bucket = Bucket.builder().addLimit((l) => l.capacity(5).refillGreedy(1, '100ms')).withCustomTimeMeter(() => clock.t).build();
-  const advance = async (ms) => {
-    clock.t += BigInt(ms * MS);
-    t.mock.timers.tick(ms);
-    for (let i = 0; i < 5; i++) await Promise.resolve();
-  };
+  const advance = bigIntAdvance(t, clock);
   bucket.tryConsume(5);
   const scheduler = bucket.asScheduler();
   const busy = { get aborted() { other.tryConsume(1); return false; }, throwIfAborted() {}, addEventListener() {}, removeEventListener() {} };
