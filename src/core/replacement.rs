@@ -1,6 +1,9 @@
 //! Configuration replacement: carrying a bucket's tokens over to a new configuration.
 
+use std::collections::HashMap;
+
 use ethnum::I256;
+use foldhash::fast::FixedState;
 
 use super::bandwidth::Bandwidth;
 use super::error::{Error, Result};
@@ -64,13 +67,19 @@ pub(crate) fn replace(
     now: i64,
 ) -> Result<Vec<BandwidthState>> {
     let nulls_match = count_unnamed(old) <= 1 && count_unnamed(new) <= 1;
+    // Each old bandwidth's position by id (the first, for a shared `None`), in a map rather than
+    // by a scan per new bandwidth: configurations come from decoded bytes and JSON, where a
+    // pairwise scan would let a large input cost quadratic time.
+    let mut positions: HashMap<Option<&str>, usize, FixedState> = HashMap::default();
+    if strategy != TokensInheritanceStrategy::Reset {
+        for (at, bandwidth) in old.iter().enumerate().rev() {
+            positions.insert(bandwidth.id(), at);
+        }
+    }
     new.iter()
         .map(|bandwidth| {
-            let matched = match strategy {
-                TokensInheritanceStrategy::Reset => None,
-                _ => old.iter().position(|o| o.id() == bandwidth.id() && (o.id().is_some() || nulls_match)),
-            };
-            match matched {
+            let matched = positions.get(&bandwidth.id()).filter(|_| bandwidth.id().is_some() || nulls_match);
+            match matched.copied() {
                 None => Ok(BandwidthState::initial(bandwidth, now)),
                 Some(i) => inherit(strategy, &old[i], old_states[i], bandwidth),
             }
