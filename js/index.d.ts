@@ -340,7 +340,7 @@ export interface StoreOptions {
   maxKeyBytes?: number;
   /**
    * How long a full bucket is kept before it may be swept (default 0), counted from its last
-   * consumption attempt at the latest: one a full bucket refuses starts it again. Expiry is eventual.
+   * consumption attempt at the latest: one a full bucket refuses starts it again where the refill is greedy. Expiry is eventual.
    */
   idleGrace?: Duration;
   /** Configuration version, a whole number from 0 to 2^53 - 1 (default 0; left out in `configure`, the current one stays). */

@@ -28,7 +28,7 @@ import { consumptionProbe, estimationProbe } from './operations.js';
  *   wasm memory, whose exhaustion would break every bucket.
  * - `idleGrace` (default 0): a key expires once its bucket has been full that long, counted
  *   from its last consumption attempt at the latest (Bucket4j's expiry "time to refill to
- *   maximum" plus a grace, from the last write): an attempt a full bucket refuses starts the
+ *   maximum" plus a grace, from the last write): an attempt a full bucket refuses (greedy refill) starts the
  *   grace again, reads do not. Expiry is eventual, as a TTL: insertions sweep a few keys each,
  *   eviction never spares an expired key, `removeExpired()` sweeps all. It is unobservable for
  *   greedy limits whose initial tokens are their capacity, while the configuration stays: after

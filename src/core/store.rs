@@ -16,14 +16,17 @@
 //! - **Idle expiry**: a key is expired once it has been full (every bandwidth at capacity) for
 //!   the idle grace, that is at its last consumption attempt plus the time to refill to maximum
 //!   plus the grace (Bucket4j's `basedOnTimeForRefillingBucketUpToMax`, from the last write). An
-//!   attempt refused by a full bucket (more tokens than a capacity) starts the grace again;
-//!   reads (available tokens, estimates) do not. As with a TTL in any store,
+//!   attempt refused by a full bucket (more tokens than a capacity) starts the grace again where
+//!   the refill is greedy (it writes the refill time; an intervally refill's time moves only at
+//!   its refills); reads (available tokens, estimates) do not. As with a TTL in any store,
 //!   expiry is eventual: an insertion's sweep (two slots per insertion), the CLOCK hand and
 //!   [`BucketStore::remove_expired`] drop expired keys; until then a key keeps its bucket, and
 //!   after it the key starts afresh. A full bucket is indistinguishable from a fresh one when
 //!   its initial tokens are its capacity and its refill is greedy; otherwise expiry forgets what
-//!   Bucket4j's expiry forgets (initial tokens below capacity, an intervally refill's phase),
-//!   which only ever makes the fresh bucket stricter. Unlike Bucket4j, a key whose initial
+//!   Bucket4j's expiry forgets (initial tokens below capacity, an intervally refill's phase). A
+//!   fresh phase may refill sooner than the old one would have: a key that emptied an intervally
+//!   bandwidth, expired and was recreated gets a full period's tokens again at the new phase's
+//!   first refill, as in Bucket4j. Unlike Bucket4j, a key whose initial
 //!   tokens exceed a capacity does not expire once it holds fewer than them: refill stops at
 //!   capacity, and a fresh bucket would hand out the initial burst again after each idle period.
 //! - **Size cap**: beyond `max_keys` an insertion evicts a key chosen by CLOCK (second chance):
