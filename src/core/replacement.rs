@@ -67,19 +67,26 @@ pub(crate) fn replace(
     now: i64,
 ) -> Result<Vec<BandwidthState>> {
     let nulls_match = count_unnamed(old) <= 1 && count_unnamed(new) <= 1;
-    // Each old bandwidth's position by id (the first, for a shared `None`), in a map rather than
-    // by a scan per new bandwidth: configurations come from decoded bytes and JSON, where a
-    // pairwise scan would let a large input cost quadratic time.
-    let mut positions: HashMap<Option<&str>, usize, FixedState> = HashMap::default();
+    // Each old bandwidth's position by id in a map rather than a scan per new bandwidth:
+    // configurations come from decoded bytes and JSON, where a pairwise scan would let a large
+    // input cost quadratic time. (Ids are unique in a configuration.)
+    let mut named: HashMap<&str, usize, FixedState> = HashMap::default();
+    let mut unnamed = None;
     if strategy != TokensInheritanceStrategy::Reset {
-        for (at, bandwidth) in old.iter().enumerate().rev() {
-            positions.insert(bandwidth.id(), at);
+        for (at, bandwidth) in old.iter().enumerate() {
+            match bandwidth.id() {
+                Some(id) => _ = named.insert(id, at),
+                None => _ = unnamed.get_or_insert(at),
+            }
         }
     }
     new.iter()
         .map(|bandwidth| {
-            let matched = positions.get(&bandwidth.id()).filter(|_| bandwidth.id().is_some() || nulls_match);
-            match matched.copied() {
+            let matched = match bandwidth.id() {
+                Some(id) => named.get(id).copied(),
+                None => unnamed.filter(|_| nulls_match),
+            };
+            match matched {
                 None => Ok(BandwidthState::initial(bandwidth, now)),
                 Some(i) => inherit(strategy, &old[i], old_states[i], bandwidth),
             }
