@@ -60,11 +60,15 @@ extern "C" {
     fn js_string(value: &JsValue) -> Result<String, JsValue>;
 }
 
-/// `value` for an error message: a string as it is, anything else as JSON writes it, or as
-/// `String` does where JSON cannot (`undefined`, a BigInt, a symbol), or else by its type.
+/// `value` for an error message: a string as it is, a function by that name, anything else as
+/// JSON writes it, or as `String` does where JSON cannot (`undefined`, a BigInt, a symbol), or
+/// else by its type.
 pub(crate) fn shown(value: &JsValue) -> String {
     if let Some(text) = value.as_string() {
         return text;
+    }
+    if value.is_function() {
+        return "a function".into(); // not its source
     }
     let json = js_sys::JSON::stringify(value).ok().and_then(|json| json.as_string());
     json.or_else(|| js_string(value).ok())

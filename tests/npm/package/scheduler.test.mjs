@@ -485,6 +485,7 @@ test('a bad maxWait rejects with EdgeBucketError and reserves nothing', async (t
   // The value as JavaScript writes it, and serde's reason without an `Error: ` in front.
   await assert.rejects(scheduler.tryConsume(5, null), { message: /^invalid duration "null": invalid type: unit value, expected a duration/ });
   await assert.rejects(scheduler.tryConsume(5, { seconds: 1.5 }), { message: /^invalid duration "\{"seconds":1\.5\}": invalid type: floating point `1\.5`/ });
+  await assert.rejects(scheduler.tryConsume(5, function secret() { return 'not in the message'; }), { message: /^invalid duration "a function": / });
   assert.deepEqual([listener.rejected, listener.delayedNanos, listener.consumed], [0, 0, 7]);
 });
 
