@@ -129,7 +129,8 @@ fn configuration_error(error: &serde_json::Error, configuration: &Map<String, Va
     let message = error.to_string();
     let unknown = message.strip_prefix("unknown field `").and_then(|rest| rest.split_once('`')).map(|(name, _)| name);
     match unknown {
-        Some(name) if configuration.contains_key(name) => {
+        // `bandwidths` is the configuration's own: unknown only inside a bandwidth.
+        Some(name) if name != "bandwidths" && configuration.contains_key(name) => {
             format!("configuration: {message}, or a policy field: {}", OWN_FIELDS.join(", "))
         }
         _ => format!("configuration: {message}"),
@@ -239,6 +240,9 @@ mod tests {
         let nested = r#"{"p": {"bandwidths": [{"capacity": 1, "initalTokens": 1, "refill": {"kind": "greedy", "tokens": 1, "period": "1s"}}]}}"#;
         let error = Policies::parse(nested).unwrap_err();
         assert!(error.contains("unknown field `initalTokens`") && !error.contains("policy field"), "{error}");
+        let nested_bandwidths = r#"{"p": {"bandwidths": [{"capacity": 1, "bandwidths": 1, "refill": {"kind": "greedy", "tokens": 1, "period": "1s"}}]}}"#;
+        let error = Policies::parse(nested_bandwidths).unwrap_err();
+        assert!(error.contains("unknown field `bandwidths`") && !error.contains("policy field"), "{error}");
         let bad_field = r#"{"p": {"version": -1, "bandwidths": []}}"#;
         assert!(Policies::parse(bad_field).unwrap_err().starts_with("policy \"p\""));
         assert!(Policies::parse(r#"{"no spaces": {}}"#).unwrap_err().contains("policy name"));
