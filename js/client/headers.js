@@ -85,8 +85,8 @@ export function readHeaders(headers, { now = Date.now() } = {}) {
   }
   // Absolute times are read against the server's clock when it told us, so skew cancels out.
   const serverNow = date ?? now;
-  const retryAfterField = singleton(get('retry-after'));
-  const retryAfter = readRetryAfter(retryAfterField, serverNow);
+  const retryAfterCopies = copies(get('retry-after'));
+  const retryAfter = strictest(retryAfterCopies, (copy) => readRetryAfter(copy, serverNow), Math.max);
   if (retryAfter !== undefined) observation.retryAfter = retryAfter;
   // A cached response's quota fields describe the past (draft-10 §7.3). Its Retry-After still
   // holds, counted from when the origin answered (its Date, or delay-seconds from then): less
@@ -94,7 +94,7 @@ export function readHeaders(headers, { now = Date.now() } = {}) {
   const age = readAge(singleton(get('age')));
   if (age > 0) {
     observation.cached = true;
-    const dateAgainstOurClock = date === undefined && !isDelaySeconds(retryAfterField);
+    const dateAgainstOurClock = date === undefined && !retryAfterCopies.every(isDelaySeconds);
     if (retryAfter !== undefined && !dateAgainstOurClock) {
       observation.retryAfter = Math.max(retryAfter - age * SECOND, 0);
     }
@@ -140,20 +140,43 @@ function text(value) {
 }
 
 /**
- * A field that holds one value (`Retry-After`, `Date`, `Age`, `X-RateLimit-*`) sent on several
- * lines, as when a gateway and its origin both send it, arrives joined with commas: it is read
- * as that value when every copy is the same, else left as it is, which reads as nothing. A copy
- * has at most one comma of its own (an HTTP-date's).
+ * A field that holds one value, sent on several lines (a gateway and its origin both limiting),
+ * arrives joined with commas. `Date` and `Age` are read as that value when every copy is the
+ * same, else as nothing.
  */
 function singleton(value) {
-  if (value == null || !value.includes(',')) return value;
-  const parts = value.split(',').map((part) => part.trim());
-  for (const size of [1, 2]) {
-    if (parts.length > size && parts.length % size === 0 && parts.every((part, i) => part === parts[i % size])) {
-      return parts.slice(0, size).join(', ');
-    }
+  const all = copies(value);
+  return all.length > 0 && all.every((copy) => copy === all[0]) ? all[0] : null;
+}
+
+/** Day names open an HTTP-date (IMF-fixdate `Sun, 06 Nov…`, RFC 850 `Sunday, 06-Nov-94…`), its only comma. */
+const DAY_NAME = /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*$/i;
+
+/** The copies of a one-value field joined with commas; an HTTP-date keeps its own comma. */
+function copies(value) {
+  if (value == null) return [];
+  const parts = value.split(',');
+  const all = [];
+  for (let i = 0; i < parts.length; i++) {
+    // Rejoined as sent: a date with no space after its comma stays malformed.
+    if (DAY_NAME.test(parts[i].trim()) && i + 1 < parts.length) all.push(`${parts[i]},${parts[++i]}`.trim());
+    else all.push(parts[i].trim());
   }
-  return value;
+  return all;
+}
+
+/**
+ * Copies that differ are two limiters speaking (`Retry-After`, `X-RateLimit-*`, draft-06's
+ * `RateLimit-Remaining` and `-Reset`): the strictest readable one is believed, as both hold.
+ * `pick` chooses between two values (`Math.max` for a wait, `Math.min` for a quota or what remains).
+ */
+function strictest(all, read, pick) {
+  let best;
+  for (const copy of all) {
+    const value = read(copy);
+    if (value !== undefined) best = best === undefined ? value : pick(best, value);
+  }
+  return best;
 }
 
 function sfList(value) {
@@ -174,10 +197,9 @@ function sfDictionary(value) {
   }
 }
 
-function sfInteger(value) {
-  const list = sfList(value);
-  if (!list || list.length !== 1) return undefined;
-  return nonNegativeInteger(list[0][0]);
+/** A one-integer field (draft-06); copies of it make a list, read as the strictest (see `strictest`). */
+function sfInteger(value, pick) {
+  return strictest(sfList(value) ?? [], ([member]) => nonNegativeInteger(member), pick);
 }
 
 // ---- values ----
@@ -236,7 +258,10 @@ function draft10(get) {
     if (!state) continue;
     const policy = limits.find((p) => joins(p, state));
     if (policy) {
-      if (policy.remaining !== undefined || policy.reset !== undefined) continue; // first wins
+      if (policy.remaining !== undefined || policy.reset !== undefined) {
+        mergeStrictest(policy, stateOf(state)); // two limiters under one name: both hold
+        continue;
+      }
       if (!policy.partitionKey) policy.partitionKey = state.partitionKey;
       assignState(policy, state);
     } else {
@@ -275,6 +300,12 @@ function stateOf({ remaining, reset }) {
   if (remaining !== undefined) state.remaining = clamp(remaining, BOUNDS.maxQuota);
   if (reset !== undefined) state.reset = seconds(reset, BOUNDS.maxWait);
   return state;
+}
+
+/** The least remaining and the latest reset of two reports of one limit. */
+function mergeStrictest(limit, { remaining, reset }) {
+  if (remaining !== undefined) limit.remaining = Math.min(limit.remaining ?? Infinity, remaining);
+  if (reset !== undefined) limit.reset = Math.max(limit.reset ?? 0, reset);
 }
 
 function assignState(limit, state) {
@@ -336,8 +367,8 @@ function draft6(get, serverNow) {
   if (limit !== undefined && window > 0 && !policies.some((p) => p.quota === limit)) {
     policies.push(legacyPolicy(limit, new Map([['w', window]])));
   }
-  const reset = resetFrom(sfInteger(get('ratelimit-reset')), serverNow);
-  return legacyLimits(limit, sfInteger(get('ratelimit-remaining')), reset, policies);
+  const reset = resetFrom(sfInteger(get('ratelimit-reset'), Math.max), serverNow);
+  return legacyLimits(limit, sfInteger(get('ratelimit-remaining'), Math.min), reset, policies);
 }
 draft6.label = 'draft-6';
 
@@ -390,18 +421,19 @@ const X_PREFIXES = ['x-ratelimit-', 'x-rate-limit-'];
 
 function xRateLimit(get, serverNow) {
   for (const prefix of X_PREFIXES) {
-    const field = (name) => singleton(get(prefix + name));
-    const quota = decimalNumber(field('limit'));
-    let remaining = decimalNumber(field('remaining'));
-    const used = decimalNumber(field('used'));
+    const field = (name) => copies(get(prefix + name));
+    const number = (name, pick) => strictest(field(name), decimalNumber, pick);
+    const quota = number('limit', Math.min);
+    let remaining = number('remaining', Math.min);
+    const used = number('used', Math.max);
     // Two huge values (both Infinity) leave nothing to compute: remaining stays unknown.
     const left = quota - used;
     if (remaining === undefined && !Number.isNaN(left)) remaining = Math.max(left, 0);
-    let reset = readReset(field('reset'), serverNow);
-    const resetAfter = decimalNumber(field('reset-after'));
+    let reset = strictest(field('reset'), (copy) => readReset(copy, serverNow), Math.max);
+    const resetAfter = number('reset-after', Math.max);
     if (resetAfter !== undefined) reset = Math.min(resetAfter * SECOND, BOUNDS.maxWait);
     if (quota === undefined && remaining === undefined && reset === undefined) continue;
-    const resource = field('resource')?.trim();
+    const resource = singleton(get(prefix + 'resource'));
     const limit = {
       policy: resource && resource.length <= BOUNDS.maxNameLength ? resource : 'default',
       partitionKey: '',

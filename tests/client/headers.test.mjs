@@ -284,7 +284,7 @@ test('fields split over several lines combine as one list', () => {
   assert.equal(read({ 'ratelimit-policy': ['"a";q=10;w=1', '"b";q=100;w=60'] }).limits.length, 2);
 });
 
-test('a one-value field sent twice alike (a gateway and its origin) reads as one; differing copies as none', () => {
+test('a one-value field sent twice alike (a gateway and its origin) reads as one', () => {
   const headers = new Headers();
   for (const [name, value] of [['X-RateLimit-Limit', '60'], ['X-RateLimit-Remaining', '0'], ['Retry-After', 'Sat, 21 Nov 2026 13:00:05 GMT'], ['Date', DATE]]) {
     headers.append(name, value);
@@ -294,8 +294,24 @@ test('a one-value field sent twice alike (a gateway and its origin) reads as one
   assert.deepEqual(seen.limits, [limit({ policy: 'default', quota: 60, remaining: 0 })]);
   assert.equal(seen.retryAfter, 5 * S, 'an HTTP-date has a comma of its own');
   assert.equal(read({ 'retry-after': ['7', '7', '7'] }).retryAfter, 7 * S);
-  assert.equal(read({ 'retry-after': ['7', '9'] }).retryAfter, undefined);
-  assert.deepEqual(read({ 'x-ratelimit-limit': ['60', '600'], 'x-ratelimit-remaining': '5' }).limits, [limit({ policy: 'default', remaining: 5 })]);
+});
+
+test('differing copies of a one-value field are two limiters: the strictest readable copy holds', () => {
+  assert.equal(read({ 'retry-after': ['30', '60'] }).retryAfter, 60 * S);
+  assert.equal(read({ 'retry-after': ['60', 'soon', '30'] }).retryAfter, 60 * S, 'an unreadable copy is skipped');
+  assert.equal(read({ 'retry-after': ['Sat, 21 Nov 2026 13:00:05 GMT', '2'], date: DATE }).retryAfter, 5 * S, 'a date keeps its comma');
+  assert.equal(read({ 'retry-after': ['2', 'Saturday, 21-Nov-26 13:00:09 GMT'], date: DATE }).retryAfter, 9 * S);
+  assert.equal(read({ 'retry-after': ['zzz', 'later'] }).retryAfter, undefined);
+  assert.deepEqual(read({ 'x-ratelimit-limit': ['60', '600'], 'x-ratelimit-remaining': ['50', '5'], 'x-ratelimit-reset': ['3', '40'] }).limits, [
+    limit({ policy: 'default', quota: 60, remaining: 5, reset: 40 * S }),
+  ]);
+  assert.equal(read({ 'x-ratelimit-limit': '100', 'x-ratelimit-used': ['10', '90'] }).limits[0].remaining, 10, 'the larger used');
+  assert.equal(read({ 'x-ratelimit-limit': '100', 'x-ratelimit-remaining': '9', 'x-ratelimit-reset-after': ['1.5', '0.5'] }).limits[0].reset, 1500);
+  const draft6 = read({ 'ratelimit-limit': '100', 'ratelimit-remaining': ['80', '3'], 'ratelimit-reset': ['10', '2'] });
+  assert.deepEqual([draft6.limits[0].remaining, draft6.limits[0].reset], [3, 10 * S]);
+  // Date and Age describe the response: only identical copies are read.
+  assert.equal(read({ date: [DATE, 'Sat, 21 Nov 2026 13:00:09 GMT'] }).date, undefined);
+  assert.equal(read({ age: ['3', '4'], 'retry-after': '5' }).cached, undefined);
 });
 
 test('nothing to read: no headers, null, a cached response', () => {
@@ -414,9 +430,13 @@ test('names that are JavaScript specials are only names', () => {
   assert.equal({}.polluted, undefined);
 });
 
-test('duplicate items: the first policy and the first service limit win; duplicate parameters, the last (RFC 9651)', () => {
+test('duplicate items: the first policy wins, service limits of one name give the least r and the latest t; duplicate parameters, the last (RFC 9651)', () => {
   const seen = read({ 'ratelimit-policy': '"a";q=10;w=1, "a";q=99;w=1', ratelimit: '"a";r=3, "a";r=9' });
   assert.deepEqual(seen.limits, [limit({ policy: 'a', quota: 10, window: 1 * S, remaining: 3 })]);
+  const stacked = read({ 'ratelimit-policy': '"a";q=100;w=60', ratelimit: '"a";r=50;t=5, "a";r=0;t=30, "a";t=40' });
+  assert.deepEqual(stacked.limits, [limit({ policy: 'a', quota: 100, window: 60 * S, remaining: 0, reset: 40 * S })]);
+  const unlisted = read({ ratelimit: '"b";r=0;t=30, "b";r=50;t=5' });
+  assert.deepEqual(unlisted.limits, [limit({ policy: 'b', remaining: 0, reset: 30 * S })]);
   assert.equal(read({ 'ratelimit-policy': '"a";q=10;q=20' }).limits[0].quota, 20);
 });
 
