@@ -6,8 +6,11 @@
 // refill); each further 429 multiplies it by 0.75; every second without a 429 (after a
 // 2 s calm) raises it by 5 %, probing for room, but only while requests use at least half the
 // rate: a rate nobody sends at proves nothing, and would otherwise grow without bound (as TCP
-// does not grow an unused window, RFC 7661). The rate becomes an edgebucket bucket (a burst of
-// one second's worth), emptied at each 429 because the server has just said it is empty.
+// does not grow an unused window, RFC 7661). The growth is reckoned at each success for the time
+// since the last step, so a slow rate (a request a minute) grows 5 % a second too, not 5 % a
+// request; one step at most doubles it, as TCP's slow start. The rate becomes an edgebucket
+// bucket (a burst of one second's worth), emptied at each 429 because the server has just said it
+// is empty.
 
 import { learnedConfiguration, configurationKey } from './policies.js';
 
@@ -19,6 +22,8 @@ export const MAX_RATE = 1e6;
 const FIRST_GUESS = 1;
 const DECREASE = 0.75;
 const INCREASE = 1.05;
+/** The most one step of growth multiplies the rate by. */
+const MAX_STEP = 2;
 const MEASURE_OVER = 10_000;
 /** The shortest span a first rate is measured over. */
 const MEASURE_AT_LEAST = 1_000;
@@ -49,10 +54,14 @@ export class Learner {
     this.#strikes = 0;
     this.#successes.push(now);
     if (this.#successes.length > REMEMBERED) this.#successes.shift();
-    if (this.rate === undefined || now - this.#last429 < CALM || now - this.#lastIncrease < 1000) return;
+    if (this.rate === undefined) return;
+    // The time since the last step (or since the calm after a 429 ended), in steps of a second.
+    const span = now - Math.max(this.#lastIncrease, this.#last429 + CALM);
+    if (span < 1000) return;
     this.#lastIncrease = now;
-    if (2 * this.#successRate(now, 1000) < this.rate) return;
-    this.#setRate(this.rate * INCREASE);
+    if (span === Infinity) return; // a rate adopted from another context: growth counts from now
+    if (2 * this.#successRate(now, span) < this.rate) return;
+    this.#setRate(this.rate * Math.min(INCREASE ** (span / 1000), MAX_STEP));
   }
 
   /**

@@ -574,7 +574,35 @@ test('the learner probes upward after a calm, 5 % a second', () => {
   assert.equal(first, 1, 'no success to time: one a second');
   succeedEverySecond(pacer, clock, 6);
   const raised = pacer.snapshot().scopes[0].learnedRate;
-  assert.ok(Math.abs(raised - 1.05 ** 5) < 1e-9, `five increases after the 2 s calm, got ${raised}`);
+  // The 429 at 1 s, the calm until 3 s, successes each second until 7 s: four seconds of growth.
+  assert.ok(Math.abs(raised - 1.05 ** 4) < 1e-9, `four seconds of 5 % after the 2 s calm, got ${raised}`);
+});
+
+test('a slow learned rate grows 5 % a second too, not 5 % a request (at most doubling a step)', () => {
+  const { pacer, clock } = afterASilent429();
+  // Header-less 429s in a row drive the rate to its floor, one request a minute.
+  for (let i = 0; i < 30; i++) {
+    const wait = pacer.acquire(demand());
+    if (!wait.ok) clock.t += wait.wait;
+    const grant = wait.ok ? wait : pacer.acquire(demand());
+    assert.equal(grant.ok, true);
+    pacer.observe(grant.ticket, 429, seen({}));
+  }
+  assert.equal(pacer.snapshot().scopes[0].learnedRate, 1 / 60);
+  // Then a healthy server and unlimited demand: every request goes as soon as it may.
+  const start = clock.t;
+  while (pacer.snapshot().scopes[0].learnedRate < 1) {
+    const grant = pacer.acquire(demand());
+    if (!grant.ok) {
+      clock.t += grant.wait;
+      continue;
+    }
+    pacer.observe(grant.ticket, 200, seen({}));
+    const rate = pacer.snapshot().scopes[0].learnedRate;
+    assert.ok(clock.t - start < 5 * 60_000, `back to 1/s within 5 minutes; at ${rate}/s after ${clock.t - start} ms`);
+  }
+  // At 5 % a second from 1/60, 84 s; the first minute-long wait and the doubling cap add to it.
+  assert.ok(clock.t - start >= 84_000, `no faster than 5 % a second: ${clock.t - start} ms`);
 });
 
 test('the learned rate grows only while requests use it, so a long calm cannot make it unbounded', () => {
