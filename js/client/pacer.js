@@ -371,11 +371,14 @@ export class Pacer {
       const flight = record === undefined ? 0 : Math.min(now - record.at, 1000);
       this.#holdUntilReset(limit, { remaining, estimate, cost, flight, resetSlack }, seen.reset, now);
     }
-    // A 429 says when quota returns only with a reset still ahead, or with a window that paces (a
-    // bucket: a quota of 0 makes none); else the window is a guess, and the 429 learner must slow
-    // the scope.
+    // A 429 is this limit's doing only when it had no room for the request: one that shows room
+    // was refused for something else (a secondary limit, an origin's own 429 behind a gateway),
+    // and the 429 learner must slow the scope. An exhausted limit says when quota returns only with
+    // a reset still ahead, or with a window that paces (a bucket: a quota of 0 makes none); else
+    // the window is a guess, and the learner must slow the scope too.
+    if (status !== 429) return true;
     const windowKnown = limit.window !== undefined || limit.longestReset > 0;
-    return status !== 429 || seen.reset > 0 || (limit.bucket !== null && windowKnown);
+    return remaining < cost && (seen.reset > 0 || (limit.bucket !== null && windowKnown));
   }
 
   /** (Re)configures a limit's bucket from what is known; a window never told is guessed from resets. */

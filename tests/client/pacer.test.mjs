@@ -306,6 +306,34 @@ test('a 429 on a quota of 0 without t slows the scope (the 429 learner), a windo
   assert.ok(next.wait >= 500, `waits ${next.wait} ms`);
 });
 
+test("a 429 whose limits all show room was refused for something else: the learner slows the scope", () => {
+  const roomy = {
+    'draft-10 with a window': { 'ratelimit-policy': '"a";q=100;w=60', ratelimit: '"a";r=50;t=30' },
+    'X-RateLimit with a reset': { 'x-ratelimit-limit': '100', 'x-ratelimit-remaining': '50', 'x-ratelimit-reset': '30' },
+  };
+  for (const [name, headers] of Object.entries(roomy)) {
+    const { pacer, clock } = setup();
+    learn(pacer, headers);
+    clock.t += 1000;
+    pacer.observe(pacer.acquire(demand()).ticket, 429, seen(headers));
+    assert.notEqual(pacer.snapshot().scopes[0].learnedRate, undefined, `${name}: the learner started`);
+    const next = pacer.acquire(demand());
+    assert.equal(next.ok, false, `${name}: not sent again at once`);
+    assert.equal(next.reason, 'learned', name);
+    clock.t += next.wait;
+    pacer.observe(pacer.acquire(demand()).ticket, 429, seen(headers));
+    const second = pacer.acquire(demand());
+    assert.ok(!second.ok && second.wait >= 500, `${name}: backs off, waits ${second.wait} ms`);
+  }
+  // The same limit exhausted explains its 429: held until its reset, no learner.
+  const { pacer, clock } = setup();
+  learn(pacer, roomy['draft-10 with a window']);
+  clock.t += 1000;
+  pacer.observe(pacer.acquire(demand()).ticket, 429, seen({ 'ratelimit-policy': '"a";q=100;w=60', ratelimit: '"a";r=0;t=30' }));
+  assert.equal(pacer.snapshot().scopes[0].learnedRate, undefined);
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 30_000, reason: 'reset' });
+});
+
 test('a concurrency quota of 0 is left to the server rather than holding every request for good', () => {
   const { pacer } = setup();
   learn(pacer, { 'ratelimit-policy': '"c";q=0;qu="concurrent-requests"' });
