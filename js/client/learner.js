@@ -92,12 +92,15 @@ export class Learner {
     if (charged !== null && charged === this.bucket && grantedAt > this.#last429) charged.addTokens(1);
   }
 
-  /** Starts from a rate another context learned. */
-  adopt(rate) {
-    if (typeof rate === 'number' && rate > 0) this.#setRate(rate);
+  /** Starts from a rate another context learned; `empty`: its bucket may have been spent there. */
+  adopt(rate, { empty = false } = {}) {
+    if (!(typeof rate === 'number' && rate > 0)) return;
+    this.#setRate(rate);
+    const available = Number(this.bucket.getAvailableTokens());
+    if (empty && available > 0) this.bucket.consumeIgnoringRateLimits(available);
   }
 
-  /** Successes per second over the last `over` ms, or over what is remembered if that is shorter. */
+  /** Successes per second over the last `over` ms, or since the oldest one remembered if all remembered are in it. */
   #successRate(now, over) {
     const recent = this.#successes.filter((t) => t > now - over);
     const span = recent.length === REMEMBERED ? now - recent[0] : over;

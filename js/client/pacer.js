@@ -225,22 +225,27 @@ export class Pacer {
     return { limits, scopes };
   }
 
-  /** Takes over a predecessor's `export()`. */
-  adopt(state) {
+  /**
+   * Takes over a predecessor's `export()`. `spent`: the predecessor may have granted more since
+   * it exported (a heartbeat, not its last word), so every level and allowance starts empty: what
+   * it had could all be spent, and only refill and the server's `r` raise them.
+   */
+  adopt(state, { spent = false } = {}) {
     const now = this.#now();
     for (const saved of state?.limits ?? []) {
       const limit = this.#limit(saved.origin, saved, saved.scope);
       Object.assign(limit, { unit: saved.unit, quota: saved.quota, window: saved.window, longestReset: saved.longestReset, admittedReset: saved.admittedReset === true });
       this.#configure(limit);
-      if (limit.bucket !== null && saved.level !== undefined) setLevel(limit.bucket, Math.min(saved.level, limit.quota), limit.quota);
-      if (saved.allowance) limit.allowance = { remaining: saved.allowance.remaining, until: now + saved.allowance.for };
+      const level = spent ? 0 : saved.level;
+      if (limit.bucket !== null && level !== undefined) setLevel(limit.bucket, Math.min(level, limit.quota), limit.quota);
+      if (saved.allowance) limit.allowance = { remaining: spent ? 0 : saved.allowance.remaining, until: now + saved.allowance.for };
     }
     for (const saved of state?.scopes ?? []) {
       const scope = this.#scope(saved);
       scope.known = saved.known;
       scope.blockedUntil = Math.max(scope.blockedUntil, now + saved.blockedFor);
       for (const [policy, partitionKey] of saved.policies) scope.policies.set(policy, partitionKey);
-      if (saved.learnedRate !== undefined) scope.learner.adopt(saved.learnedRate);
+      if (saved.learnedRate !== undefined) scope.learner.adopt(saved.learnedRate, { empty: spent });
     }
   }
 

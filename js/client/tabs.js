@@ -10,17 +10,27 @@
 //   `refund`; the leader tells everyone `changed` when a waiting request might now go. A
 //   follower that closes releases the tickets it still holds; a tab that dies holds them until
 //   they expire (the pacer's ticket TTL).
-// - The leader sends its model (`state`) every second and when it closes; a new leader adopts the
-//   last one it heard (levels rounded down), or starts empty and probes. Tickets carry the
-//   issuing pacer's id, so a new leader never confuses them with its own.
+// - The leader sends its model (`state`) every second and, marked final, when it closes. A new
+//   leader adopts the last one it heard: a final one as it is (levels rounded down); a heartbeat
+//   with every level empty, since the old leader may have granted all it had after sending it
+//   (it crashed, or its final word arrives after the lock: nothing orders the two). With none it
+//   starts empty and probes. Tickets carry the issuing pacer's id, so a new leader never
+//   confuses them with its own.
+// - A follower that has heard no leader for LEADERLESS_AFTER paces alone until one speaks again:
+//   Node 24 never passes the lock of a worker thread that exits or is terminated to the threads
+//   waiting for it, so they would otherwise wait for a leader for good.
 // Without Web Locks or BroadcastChannel (Node before 24.5, old browsers), each context paces
 // alone. Node 24.5+ has both: a process's worker threads share, and neither the channel nor the
 // heartbeat keeps the process alive (a waiting request's own timer does).
 
 const ANSWER_WITHIN = 250;
+/** Messages only a leader sends. */
+const LEADER_MESSAGES = new Set(['grant', 'state', 'changed', 'leader']);
 const ASK_AGAIN = 50;
 /** How often the leader sends its model to the others, for whoever leads next. */
 const STATE_EVERY = 1000;
+/** A follower that has heard no leader for this long (three missed heartbeats) paces alone. */
+const LEADERLESS_AFTER = 3 * STATE_EVERY;
 
 /** Whether this runtime can share a budget across contexts. */
 export function canShare() {
@@ -46,8 +56,13 @@ export function sharedPacer(name, makePacer) {
   let closed = false;
   let stepDown;
   let heartbeat;
-  let inherited = null;
-  const queued = new AbortController();
+  /** The last `state` heard, and whether it was a closing leader's final one. */
+  let inherited = { state: null, final: false };
+  /** When a leader was last heard from (or this context started waiting for one). */
+  let heard = Date.now();
+  /** The pacer this context uses while it hears no leader, and the tickets it granted. */
+  let alone = null;
+  const aloneTickets = new Set();
 
   const post = (message) => {
     if (!closed) channel.postMessage(message);
@@ -56,18 +71,21 @@ export function sharedPacer(name, makePacer) {
     for (const listener of listeners) listener();
   };
 
+  // No AbortSignal to leave the queue on close: in Node 24, a request carrying one is never
+  // granted when the thread holding the lock is terminated, so the followers would stay
+  // leaderless. A closed context granted the lock later lets it go at once.
   globalThis.navigator.locks
-    .request(`edgebucket:${name}:leader`, { signal: queued.signal }, () => {
+    .request(`edgebucket:${name}:leader`, () => {
       if (closed) return undefined;
       leader = makePacer();
-      leader.adopt(inherited);
+      leader.adopt(inherited.state, { spent: !inherited.final });
       leader.onChange(() => {
         changed();
         post({ type: 'changed' });
       });
       post({ type: 'leader' });
       changed();
-      heartbeat = setInterval(() => post({ type: 'state', state: leader.export() }), STATE_EVERY);
+      heartbeat = setInterval(() => post({ type: 'state', state: leader.export(), final: false }), STATE_EVERY);
       heartbeat.unref?.();
       return new Promise((resolve) => {
         stepDown = resolve;
@@ -84,6 +102,7 @@ export function sharedPacer(name, makePacer) {
       else if (data.type === 'refund') leader.refund(data.ticket);
       return;
     }
+    if (LEADER_MESSAGES.has(data.type)) heard = Date.now();
     if (data.type === 'grant' && data.to === me) {
       const question = pending.get(data.id);
       pending.delete(data.id);
@@ -95,7 +114,7 @@ export function sharedPacer(name, makePacer) {
         post({ type: 'refund', ticket: data.grant.ticket });
       }
     } else if (data.type === 'state') {
-      inherited = data.state;
+      inherited = { state: data.state, final: data.final === true };
     } else if (data.type === 'changed' || data.type === 'leader') {
       changed();
     }
@@ -113,16 +132,31 @@ export function sharedPacer(name, makePacer) {
     });
   }
 
-  /** Hands `ticket` back to whoever leads, as a message of `type` when that is another context. */
+  /** A grant from this context's own pacer, while no leader is heard. */
+  function acquireAlone(demand) {
+    if (alone === null) {
+      alone = makePacer();
+      alone.onChange(changed);
+    }
+    const grant = alone.acquire(demand);
+    if (grant.ok) aloneTickets.add(grant.ticket.id);
+    return grant;
+  }
+
+  /** Hands `ticket` back to the pacer that granted it, as a message of `type` when that is another context's. */
   const handBack = (type, ticket, message) => {
     holding.delete(ticket.id);
-    if (leader === null) post({ type, ticket, ...message });
-    else if (type === 'observe') leader.observe(ticket, message.status, message.observation);
-    else leader[type](ticket);
+    const local = aloneTickets.delete(ticket.id) ? alone : leader;
+    if (local === null) post({ type, ticket, ...message });
+    else if (type === 'observe') local.observe(ticket, message.status, message.observation);
+    else local[type](ticket);
   };
 
   return {
-    acquire: (demand) => (leader !== null ? leader.acquire(demand) : ask(demand)),
+    acquire(demand) {
+      if (leader !== null) return leader.acquire(demand);
+      return Date.now() - heard > LEADERLESS_AFTER ? acquireAlone(demand) : ask(demand);
+    },
     observe: (ticket, status, observation) => handBack('observe', ticket, { status, observation }),
     release: (ticket) => handBack('release', ticket),
     refund: (ticket) => handBack('refund', ticket),
@@ -135,15 +169,16 @@ export function sharedPacer(name, makePacer) {
       return leader !== null;
     },
     close() {
-      if (leader !== null) post({ type: 'state', state: leader.export() });
+      if (leader !== null) post({ type: 'state', state: leader.export(), final: true });
       // Requests still out will not report back: their tickets must not hold the others.
       for (const ticket of holding.values()) post({ type: 'release', ticket });
       holding.clear();
       closed = true;
       clearInterval(heartbeat);
-      queued.abort();
       stepDown?.();
       leader = null;
+      alone = null;
+      aloneTickets.clear();
       channel.close();
       for (const { resolve, timer } of pending.values()) {
         clearTimeout(timer);

@@ -725,6 +725,28 @@ test('a successor adopts the learned state (tab handoff), never richer than its 
   assert.equal(drain(next.pacer).tickets.length, 2);
 });
 
+test("a successor adopting a heartbeat (not its predecessor's last word) starts every level empty", () => {
+  const old = setup();
+  learn(old.pacer, { 'ratelimit-policy': '"b";q=10;w=100', ratelimit: '"b";r=6;t=50' });
+  const state = JSON.parse(JSON.stringify(old.pacer.export()));
+  const next = setup();
+  next.pacer.adopt(state, { spent: true });
+  assert.equal(next.pacer.acquire(demand()).ok, false, 'what it showed may all be spent');
+  const final = setup();
+  final.pacer.adopt(state);
+  assert.equal(drain(final.pacer).tickets.length, 6, 'a final state is taken as it is');
+  // The 429 learner's bucket is emptied the same way.
+  const learnt = afterASilent429();
+  learnt.clock.t += 60_000;
+  const rateState = JSON.parse(JSON.stringify(learnt.pacer.export()));
+  const fresh = setup();
+  fresh.pacer.adopt(rateState);
+  assert.equal(fresh.pacer.acquire(demand()).ok, true);
+  const empty = setup();
+  empty.pacer.adopt(rateState, { spent: true });
+  assert.equal(empty.pacer.acquire(demand()).reason, 'learned');
+});
+
 test('idle scopes are forgotten with the limits only they used; busy ones are kept', () => {
   const { clock, pacer } = setup();
   const user = (i) => demand({ scope: `${ORIGIN} user${i}` });

@@ -30,3 +30,13 @@ test('clients of one context share a model by default, except one on a clock of 
   assert.equal(child.status, 0, child.stderr);
   assert.deepEqual(JSON.parse(child.stdout), { first: true, second: false, ownClock: true });
 });
+
+test('leadership changing hands: a heartbeat adopted empty, a final state as it is; a dead thread\'s lock never passed on', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
+  const child = spawnSync(node, [fileURLToPath(new URL('./handover-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(child.status, 0, child.stderr);
+  const { afterHeartbeat, afterFinal, aloneAfter, leading } = JSON.parse(child.stdout);
+  assert.equal(afterHeartbeat, 0, 'the heartbeat showed 9, which the old leader may have granted since');
+  assert.equal(afterFinal, 9, 'a closing leader\'s final state is its last word');
+  assert.equal(leading, false, 'Node never passed the terminated thread\'s lock on');
+  assert.ok(aloneAfter >= 1500 && aloneAfter < 6000, `paced alone after three missed heartbeats, not never: ${aloneAfter} ms`);
+});

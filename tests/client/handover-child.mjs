@@ -1,0 +1,80 @@
+// Run under Node 24 (Web Locks and BroadcastChannel) by share.test.mjs: leadership changing hands
+// (js/client/tabs.js). This script plays the old leader over a real lock and channel, with a real
+// Pacer's model, then lets the lock go; a shared pacer waiting for the lock takes over. Prints
+// how many requests each new leader let go at once, and how long a follower of a terminated
+// worker thread waited before it could send at all.
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import * as engine from 'edgebucket';
+import { source } from './helpers.mjs';
+
+const { sharedPacer } = await source('tabs.js');
+const { Pacer } = await source('pacer.js');
+const { readHeaders } = await source('headers.js');
+
+const ORIGIN = 'https://api.example';
+const demand = { scope: ORIGIN, origin: ORIGIN, cost: 1, bytes: 0 };
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const makePacer = () => new Pacer({ engine, now: Date.now, random: () => 0, jitter: 0 });
+const until = async (condition) => {
+  while (!condition()) await sleep(10);
+};
+
+/** A pacer that knows the policy: 10 per 100 s, 9 left after its probe. */
+function knowingPacer() {
+  const pacer = makePacer();
+  const probe = pacer.acquire(demand);
+  pacer.observe(probe.ticket, 200, readHeaders({ 'ratelimit-policy': '"a";q=10;w=100', ratelimit: '"a";r=9' }));
+  return pacer;
+}
+
+async function grantsAtOnce(shared) {
+  let granted = 0;
+  while (granted < 20 && (await shared.acquire(demand)).ok) granted += 1;
+  return granted;
+}
+
+/** The old leader's last word before the lock passes is a heartbeat (`final: false`) or its closing state. */
+async function handover(final) {
+  const name = `handover-${final}-${process.pid}`;
+  let stepDown;
+  await new Promise((held) => {
+    navigator.locks.request(`edgebucket:${name}:leader`, () => {
+      held();
+      return new Promise((resolve) => {
+        stepDown = resolve;
+      });
+    });
+  });
+  const next = sharedPacer(name, makePacer);
+  const channel = new BroadcastChannel(`edgebucket:${name}`);
+  channel.postMessage({ type: 'state', state: knowingPacer().export(), final });
+  await sleep(100); // heard; a heartbeat's leader may then grant all 9 before it dies
+  channel.close();
+  stepDown();
+  await until(() => next.leading);
+  const granted = await grantsAtOnce(next);
+  next.close();
+  return granted;
+}
+
+if (isMainThread) {
+  const afterHeartbeat = await handover(false);
+  const afterFinal = await handover(true);
+  // A leading worker thread terminated: Node 24 never passes its lock on.
+  const name = `terminated-${process.pid}`;
+  const worker = new Worker(new URL(import.meta.url), { workerData: { name } });
+  await new Promise((resolve) => worker.once('message', resolve));
+  const follower = sharedPacer(name, makePacer);
+  await worker.terminate();
+  const start = Date.now();
+  while (!(await follower.acquire(demand)).ok && Date.now() - start < 10_000) await sleep(50);
+  const aloneAfter = Date.now() - start;
+  const { leading } = follower;
+  follower.close();
+  console.log(JSON.stringify({ afterHeartbeat, afterFinal, aloneAfter, leading }));
+} else {
+  const shared = sharedPacer(workerData.name, makePacer);
+  await until(() => shared.leading);
+  parentPort.postMessage('leading');
+  await sleep(60_000); // until terminated
+}
