@@ -47,6 +47,7 @@ worker-lint: setup
 
 ## Worker unit tests (native) and end-to-end tests against the built worker in real workerd.
 worker-test: worker-build worker-lint
+	scripts/tools.sh node24
 	cargo test --features worker --lib worker::
 	node --test tests/worker/*.test.mjs
 

@@ -102,7 +102,7 @@ impl BucketObject {
         // serde_json, not JSON.parse: JavaScript would round 64-bit integers.
         match serde_json::from_str::<Command>(command) {
             Ok(Command::Delete) => self.delete_command(),
-            Ok(command) => self.decide(&command).unwrap_or_else(|error| pair(failed(&error))),
+            Ok(command) => self.decide(&command).unwrap_or_else(|error| self.refused(error)),
             Err(e) => pair(failed(&ApiError::bad_request("INVALID_COMMAND", e.to_string()))),
         }
     }
@@ -169,6 +169,31 @@ impl BucketObject {
                 failed(&ApiError::storage(error))
             }
         })
+    }
+
+    /// `[status, problem]` for a command that failed. A stored bucket that cannot be decoded also
+    /// sets the alarm for now, which deletes it: else every request until its idle deadline (up
+    /// to a year away) would get the policy's failure mode, admitted without limit when it fails
+    /// open, refused when it fails closed. Losing the row hands the key a fresh bucket: at most
+    /// one capacity given back, against no limit at all.
+    fn refused(&self, error: ApiError) -> JsValue {
+        if !is_undecodable(&error) {
+            return pair(failed(&error));
+        }
+        match self.alarm.schedule(&self.state, js_millis() as f64) {
+            Ok(Some(write)) => after(write.written.clone(), move |result| {
+                if let Err(alarm) = result {
+                    write.failed();
+                    worker::console_error!("alarm for an unreadable bucket not set: {}", describe(&alarm));
+                }
+                failed(&error)
+            }),
+            Ok(None) => pair(failed(&error)),
+            Err(alarm) => {
+                worker::console_error!("alarm for an unreadable bucket not set: {} {}", alarm.code, alarm.message);
+                pair(failed(&error))
+            }
+        }
     }
 
     /// Reads the bucket on first use. Reading never creates storage: an unknown key stays free.

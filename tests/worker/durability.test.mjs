@@ -3,6 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { start, post, admin, greedy, intervally, tempDir, sleep, origin } from './harness.mjs';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 
 const policy = (version, capacity) => ({ version, bandwidths: [greedy('b', capacity, capacity, '1h')] });
 
@@ -90,6 +93,56 @@ test('a reset brings the idle deadline forward, and the alarm with it', async ()
       status = (await w.call('/v1/buckets/debt', admin())).status;
     } while (status === 200 && Date.now() - started < 10_000);
     assert.equal(status, 404, 'deleted the grace after the reset, not 21 s later');
+  } finally {
+    await w.stop();
+  }
+});
+
+/** Node 24 (`scripts/tools.sh node24`, run by `make worker-test`; x64 Linux only), whose node:sqlite edits workerd's state between runs. */
+const NODE24 = (() => {
+  const target = path.resolve(import.meta.dirname, '../../target');
+  const dir = fs.existsSync(target) ? fs.readdirSync(target).find((d) => d.startsWith('node-')) : undefined;
+  return dir && path.join(target, dir, 'package/bin/node');
+})();
+
+/** Overwrites the stored bucket bytes of every object under `persist` with `hex`. */
+function overwriteStoredState(persist, hex) {
+  const files = fs.readdirSync(persist, { recursive: true }).filter((f) => String(f).endsWith('.sqlite'));
+  const script = `const { DatabaseSync } = require('node:sqlite');
+    for (const file of process.argv.slice(1)) {
+      const db = new DatabaseSync(file);
+      if (db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'bucket'").get()) db.exec("UPDATE bucket SET state = X'${hex}'");
+      db.close();
+    }`;
+  execFileSync(NODE24, ['-e', script, ...files.map((f) => path.join(persist, String(f)))]);
+  return files.length;
+}
+
+test('a stored bucket that cannot be decoded is deleted at once, not kept in the failure mode until its idle deadline', { skip: !NODE24 && 'Node 24 (scripts/tools.sh node24) is missing' }, async () => {
+  const persist = tempDir();
+  // 10 an hour: 3 spent leaves the bucket stored for about 18 minutes.
+  const vars = { POLICIES: { slow: { failure: 'open', bandwidths: [greedy('b', 10, 10, '1h')] } } };
+  let w = await start({ vars, persist });
+  await w.call('/v1/buckets/bad/consume', post({ policy: 'slow', tokens: 3 }));
+  await w.stop();
+  assert.ok(overwriteStoredState(persist, '454201FF') > 0, 'a state file to corrupt');
+  w = await start({ vars, persist });
+  try {
+    const first = await w.call('/v1/buckets/bad/consume', post({ policy: 'slow', tokens: 5 }));
+    assert.equal(first.status, 200);
+    assert.equal(first.headers.get('edgebucket-fallback'), 'open', 'the unreadable bucket: the failure mode');
+    const started = Date.now();
+    let fallback;
+    let body;
+    do {
+      await sleep(100);
+      const r = await w.call('/v1/buckets/bad/consume', post({ policy: 'slow', tokens: 5 }));
+      fallback = r.headers.get('edgebucket-fallback');
+      body = await r.json();
+    } while (fallback !== null && Date.now() - started < 10_000);
+    assert.equal(fallback, null, 'limited again within seconds, not 18 minutes');
+    assert.equal(body.remaining, 5, 'a fresh bucket');
+    assert.ok(w.errors.some((line) => line.includes('deleting an unreadable bucket')), w.errors.join('\n'));
   } finally {
     await w.stop();
   }
