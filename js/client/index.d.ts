@@ -139,8 +139,8 @@ export interface ClientOptions {
   partition?: (request: Request) => string;
   /**
    * Share one budget with other clients, tabs and workers of this origin (Web Locks + BroadcastChannel); a name separates
-   * budgets. The clients sharing one use the leading client's model (its `clock`, `random`, `jitter`, `probe`); one that
-   * hears no leader for 3 s paces with its own until a leader speaks again. Default true, or false when `clock` is given.
+   * budgets. The clients sharing one use the leading client's model (its `clock`, `random`, `jitter`, `probe`); one whose
+   * questions go unanswered for 3 s paces with its own until a leader speaks again. Default true, or false when `clock` is given.
    */
   share?: boolean | string;
   /** Send one request to a server first and learn its policy before sending more. Default true. */

@@ -16,9 +16,12 @@
 //   (it crashed, or its final word arrives after the lock: nothing orders the two). With none it
 //   starts empty and probes. Tickets carry the issuing pacer's id, so a new leader never
 //   confuses them with its own.
-// - A follower that has heard no leader for LEADERLESS_AFTER paces alone until one speaks again:
-//   Node 24 never passes the lock of a worker thread that exits or is terminated to the threads
-//   waiting for it, so they would otherwise wait for a leader for good.
+// - A follower whose questions have gone unanswered for LEADERLESS_AFTER paces alone until a
+//   leader speaks again: Node 24 never passes the lock of a worker thread that exits or is
+//   terminated to the threads waiting for it, and a browser may freeze a background tab that
+//   holds the lock, so they would otherwise wait for a leader for good. Silence alone is not
+//   enough: an idle follower of a background tab, whose heartbeat timers are throttled, still
+//   asks first.
 // Without Web Locks or BroadcastChannel (Node before 24.5, old browsers), each context paces
 // alone. Node 24.5+ has both: a process's worker threads share, and neither the channel nor the
 // heartbeat keeps the process alive (a waiting request's own timer does).
@@ -29,8 +32,8 @@ const LEADER_MESSAGES = new Set(['grant', 'state', 'changed', 'leader']);
 const ASK_AGAIN = 50;
 /** How often the leader sends its model to the others, for whoever leads next. */
 const STATE_EVERY = 1000;
-/** A follower that has heard no leader for this long (three missed heartbeats) paces alone. */
-const LEADERLESS_AFTER = 3 * STATE_EVERY;
+/** A follower whose questions have gone unanswered this long paces alone. */
+const LEADERLESS_AFTER = 3000;
 
 /** Whether this runtime can share a budget across contexts. */
 export function canShare() {
@@ -58,8 +61,8 @@ export function sharedPacer(name, makePacer) {
   let heartbeat;
   /** The last `state` heard, and whether it was a closing leader's final one. */
   let inherited = { state: null, final: false };
-  /** When a leader was last heard from (or this context started waiting for one). */
-  let heard = Date.now();
+  /** When the oldest question no leader answered was asked, since a leader last spoke; or null. */
+  let unansweredSince = null;
   /** The pacer this context uses while it hears no leader, and the tickets it granted. */
   let alone = null;
   const aloneTickets = new Set();
@@ -102,7 +105,7 @@ export function sharedPacer(name, makePacer) {
       else if (data.type === 'refund') leader.refund(data.ticket);
       return;
     }
-    if (LEADER_MESSAGES.has(data.type)) heard = Date.now();
+    if (LEADER_MESSAGES.has(data.type)) unansweredSince = null;
     if (data.type === 'grant' && data.to === me) {
       const question = pending.get(data.id);
       pending.delete(data.id);
@@ -124,15 +127,18 @@ export function sharedPacer(name, makePacer) {
     const id = nextQuestion++;
     return new Promise((resolve) => {
       // Cleared once answered: a timer left running would keep a Node process alive for nothing.
+      const asked = Date.now();
       const timer = setTimeout(() => {
-        if (pending.delete(id)) resolve({ ok: false, wait: ASK_AGAIN, reason: 'leader' });
+        if (!pending.delete(id)) return;
+        unansweredSince ??= asked;
+        resolve({ ok: false, wait: ASK_AGAIN, reason: 'leader' });
       }, ANSWER_WITHIN);
       pending.set(id, { resolve, timer });
       post({ type: 'acquire', from: me, id, demand });
     });
   }
 
-  /** A grant from this context's own pacer, while no leader is heard. */
+  /** A grant from this context's own pacer, while no leader answers. */
   function acquireAlone(demand) {
     if (alone === null) {
       alone = makePacer();
@@ -155,7 +161,8 @@ export function sharedPacer(name, makePacer) {
   return {
     acquire(demand) {
       if (leader !== null) return leader.acquire(demand);
-      return Date.now() - heard > LEADERLESS_AFTER ? acquireAlone(demand) : ask(demand);
+      const leaderless = unansweredSince !== null && Date.now() - unansweredSince >= LEADERLESS_AFTER;
+      return leaderless ? acquireAlone(demand) : ask(demand);
     },
     observe: (ticket, status, observation) => handBack('observe', ticket, { status, observation }),
     release: (ticket) => handBack('release', ticket),

@@ -44,9 +44,12 @@ const answered = await follower.acquire(demand); // L.3, answered
 // Both were answered at once: no 250 ms timer of theirs may be left to hold the process.
 const timersLeft = process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
 follower.observe(answered.ticket, 200, { limits: [], cached: false });
+// This leader sends no heartbeat: after 3.5 s of silence an idle follower still asks it first.
+await sleep(3500);
+const afterSilence = await follower.acquire(demand); // L.4, still out at close
 await sleep(50);
 follower.close();
 await sleep(50);
 leader.close();
 stepDown();
-console.log(JSON.stringify({ late, granted: granted.ok, timersLeft, received }));
+console.log(JSON.stringify({ late, granted: granted.ok, timersLeft, afterSilence: afterSilence.ticket?.id, received }));

@@ -8,10 +8,10 @@ import { fileURLToPath } from 'node:url';
 
 const node = process.env.EDGEBUCKET_NODE24;
 
-test('a follower refunds a grant that came too late and releases what it holds when it closes', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
-  const child = spawnSync(node, [fileURLToPath(new URL('./follower-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 10_000 });
+test('a follower refunds a grant that came too late, asks a silent leader rather than pacing alone, and releases what it holds when it closes', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
+  const child = spawnSync(node, [fileURLToPath(new URL('./follower-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 15_000 });
   assert.equal(child.status, 0, child.stderr);
-  const { late, granted, timersLeft, received } = JSON.parse(child.stdout);
+  const { late, granted, timersLeft, afterSilence, received } = JSON.parse(child.stdout);
   assert.equal(timersLeft, 0, 'an answered question clears its timer');
   assert.deepEqual(late, { ok: false, wait: 50, reason: 'leader' }, 'no answer within 250 ms: ask again soon');
   assert.equal(granted, true);
@@ -21,8 +21,11 @@ test('a follower refunds a grant that came too late and releases what it holds w
     'acquire',
     'acquire',
     'observe L.3',
+    'acquire', // after 3.5 s without a heartbeat: asked, not paced alone
     'release L.2', // still out at close: it will not report back
+    'release L.4',
   ]);
+  assert.equal(afterSilence, 'L.4', 'silence alone does not send a follower off alone');
 });
 
 test('clients of one context share a model by default, except one on a clock of its own', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
