@@ -189,8 +189,13 @@ function thrownText(error) {
  * byte array as it is: serde reads its bytes, never the caller's code).
  */
 export function leafCopy(value) {
-  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return value;
+  if (isLeaf(value)) return value;
   return Array.isArray(value) ? [] : {};
+}
+
+/** A primitive or bytes: serde reads it without running the caller's code. */
+function isLeaf(value) {
+  return typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || value instanceof ArrayBuffer;
 }
 
 /**
@@ -211,7 +216,7 @@ export function durationCopy(value) {
  * array, whose elements the core never reads here, none).
  */
 export function structCopy(value, fields) {
-  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return value;
+  if (isLeaf(value)) return value;
   const copy = {};
   for (const name of Array.isArray(value) ? [] : Object.keys(value)) {
     if (fields.has(name)) continue;

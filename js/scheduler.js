@@ -35,7 +35,7 @@ export class Scheduler {
     const signal = signalOption(options);
     signal?.throwIfAborted();
     const now = readClock(this.#clock);
-    const at = readingMillis(this.#clock, now);
+    const at = this.#millis(now);
     const wait = ops.reserve(this.#raw, tokens, Infinity, now);
     if (wait === null) {
       throw new EdgeBucketError('RESERVATION_OVERFLOW', `${tokens} tokens cannot be reserved: the wait would be unbounded`);
@@ -58,7 +58,7 @@ export class Scheduler {
     signal?.throwIfAborted();
     const maxWaitNanos = durationNanos(maxWait);
     const now = readClock(this.#clock);
-    const at = readingMillis(this.#clock, now);
+    const at = this.#millis(now);
     const wait = ops.reserve(this.#raw, tokens, maxWaitNanos, now);
     if (wait === null) {
       this.#listener?.onRejected?.(tokens);

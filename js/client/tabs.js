@@ -27,9 +27,9 @@
 // heartbeat keeps the process alive (a waiting request's own timer does).
 
 const ANSWER_WITHIN = 250;
+const ASK_AGAIN = 50;
 /** Messages only a leader sends. */
 const LEADER_MESSAGES = new Set(['grant', 'state', 'changed', 'leader']);
-const ASK_AGAIN = 50;
 /** How often the leader sends its model to the others, for whoever leads next. */
 const STATE_EVERY = 1000;
 /** A follower whose questions have gone unanswered this long paces alone. */
