@@ -88,8 +88,10 @@ pub struct StoreOptions {
     /// The most bytes of keys held, removed keys' included until compaction reclaims them
     /// (once they outweigh the live keys' bytes, or, when a new key finds the space full, once
     /// they are an eighth of the bytes held and could hold it), rounded up to whole 64 KiB chunks:
-    /// from 64 KiB to [`KEY_SPACE_BYTES`] (4 GiB, the default). Past it a new key is refused with
-    /// [`Error::KeySpaceFull`] (existing keys carry on), where `max_keys` would evict: it bounds
+    /// from 64 KiB to [`KEY_SPACE_BYTES`] (4 GiB, the default). A key never spans two chunks, so
+    /// long keys leave chunk tails unused (up to half the space for keys just over 32 KiB). Past
+    /// it, once expired keys are dropped, a new key is refused with [`Error::KeySpaceFull`]
+    /// (existing keys carry on), where `max_keys` would evict: it bounds
     /// memory that long keys, which often come from clients, could otherwise take. On wasm32 all
     /// memory is 4 GiB, so the bindings default to less (1 GiB).
     pub max_key_bytes: u64,
@@ -123,6 +125,8 @@ pub struct BucketStore {
     len: usize,
     clock_hand: u32,
     sweep_cursor: u32,
+    /// New keys refused for want of key space (see [`BucketStore::make_room_for_key`]).
+    refused_for_room: usize,
     /// Reused for buckets with several bandwidths, so operations never allocate.
     scratch: Vec<BandwidthState>,
 }
@@ -155,6 +159,7 @@ impl BucketStore {
             len: 0,
             clock_hand: 0,
             sweep_cursor: 0,
+            refused_for_room: 0,
             scratch: Vec::new(),
         })
     }
@@ -392,7 +397,7 @@ impl BucketStore {
 
     /// Creates `key` with configuration `entry` at `now`, evicting one key at the cap.
     fn insert(&mut self, hash: u64, key: &[u8], entry: u32, now: i64) -> Result<u32> {
-        self.make_room_for_key(key.len())?;
+        self.make_room_for_key(key.len(), now)?;
         self.sweep_some(now);
         if self.len >= self.max_keys {
             self.evict(now);
@@ -412,15 +417,25 @@ impl BucketStore {
         Ok(id)
     }
 
-    /// At `max_key_bytes`, removed keys' bytes included, compaction reclaims them if they are
-    /// worth it, and a key that still does not fit is refused before anything changes.
-    fn make_room_for_key(&mut self, len: usize) -> Result<()> {
+    /// At `max_key_bytes`, removed keys' bytes included, expired keys are dropped and
+    /// compaction reclaims removed keys' bytes if they are worth it; a key that still does not
+    /// fit is refused, and nothing else changes (dropping an expired key changes no answer).
+    ///
+    /// The sweeps of insertions cannot be relied on here: a refused key sweeps nothing, so a
+    /// space full of keys that have all gone idle would refuse every new key for good. A full
+    /// sweep looks at every key, so it runs for the first refusal and then once per
+    /// `len / 8 + 1` refusals: on average a refusal looks at no more than eight keys.
+    fn make_room_for_key(&mut self, len: usize, now: i64) -> Result<()> {
+        if !self.keys.has_room(len) && self.refused_for_room.is_multiple_of(self.len / 8 + 1) {
+            self.remove_expired(now);
+        }
         if !self.keys.has_room(len) && self.keys.worth_compacting_for(len) {
             self.compact_keys();
         }
         if self.keys.has_room(len) {
             Ok(())
         } else {
+            self.refused_for_room = self.refused_for_room.wrapping_add(1);
             Err(Error::KeySpaceFull { max_bytes: self.keys.max_bytes() })
         }
     }
@@ -761,6 +776,35 @@ mod tests {
         store.try_consume(&big(b'c'), 1, 0).unwrap();
         assert!(store.contains_key(&big(b'b')) && store.contains_key(&big(b'c')));
         assert_eq!(store.get_available_tokens(&big(b'b'), 0), Ok(Some(9)));
+    }
+
+    #[test]
+    fn a_key_space_full_of_expired_keys_makes_room_for_a_new_key() {
+        let mut store = bounded(65_536);
+        let big = |c: u8| vec![c; 21_000];
+        for c in [b'a', b'b', b'c'] {
+            store.try_consume(&big(c), 1, 0).unwrap();
+        }
+        assert_eq!(store.try_consume(&big(b'd'), 1, 0).unwrap_err().code(), "KEY_SPACE_FULL");
+        // One second later all three are full again, so expired: the next new key gets in.
+        assert_eq!(store.try_consume(&big(b'd'), 1, SEC), Ok(Some(true)));
+        assert_eq!(store.len(), 1);
+        assert!(store.contains_key(&big(b'd')));
+    }
+
+    #[test]
+    fn a_refusal_for_room_drops_only_expired_keys() {
+        let mut store = bounded(65_536);
+        let big = |c: u8| vec![c; 21_000];
+        store.try_consume(&big(b'a'), 1, 0).unwrap(); // full again at 1 s
+        store.try_consume(&big(b'b'), 5, 0).unwrap(); // full again at 5 s
+        store.try_consume(&big(b'c'), 5, 0).unwrap();
+        // At 2 s only a is expired: dropping it frees 21,000 bytes, too few for 30,000.
+        let refused = store.try_consume(&vec![b'e'; 30_000], 1, 2 * SEC);
+        assert_eq!(refused.unwrap_err().code(), "KEY_SPACE_FULL");
+        assert!(!store.contains_key(&big(b'a')));
+        assert_eq!(store.get_available_tokens(&big(b'b'), 2 * SEC), Ok(Some(7)), "live keys untouched");
+        assert_eq!(store.try_consume(&big(b'd'), 1, 2 * SEC), Ok(Some(true)), "a's bytes are reused");
     }
 
     #[test]

@@ -238,6 +238,8 @@ test('bad arguments throw EdgeBucketError and change nothing', () => {
     // Not wrapped modulo 2^32 into a cap of 1 key (wasm addresses at most 2^32 - 1).
     [() => new BucketStore({ configuration: limit(1, 1), maxKeys: 2 ** 32 + 1 }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({ configuration: limit(1, 1), maxKeys: 1.5 }), 'INVALID_ARGUMENT'],
+    // Described without String(), which throws for an object without a prototype.
+    [() => new BucketStore({ configuration: limit(1, 1), maxKeys: Object.create(null) }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({ configuration: limit(1, 1), maxKeyBytes: 65535 }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({ configuration: limit(1, 1), maxKeyBytes: 2 ** 32 + 1 }), 'INVALID_ARGUMENT'],
     [() => new BucketStore({ configuration: limit(1, 1), maxKeyBytes: 2 ** 20 + 0.5 }), 'INVALID_ARGUMENT'],
@@ -275,6 +277,22 @@ test('past maxKeyBytes a new key is refused with KEY_SPACE_FULL and existing key
   assert.equal(store.getAvailableTokens(key('a')), 2);
   assert.equal(store.delete(key('a')), true);
   assert.equal(store.tryConsume(key('c'), 1), true, "a removed key's bytes are reclaimed");
+  store.free();
+});
+
+test('a key space full of keys gone idle makes room for a new key, asking the supplier once', () => {
+  const supplied = [];
+  const { store, clock } = manual({
+    configuration: (k) => (supplied.push(k.length), limit(3, 1)),
+    maxKeys: 3,
+    maxKeyBytes: 65536,
+  });
+  const key = (c) => c.repeat(21_000);
+  for (const c of 'abc') assert.equal(store.tryConsume(key(c), 1), true);
+  clock.t = SEC; // all three are full again, so expired
+  assert.equal(store.tryConsume(key('d'), 1), true, 'the expired keys were dropped for it');
+  assert.equal(store.size, 1);
+  assert.deepEqual(supplied, [21_000, 21_000, 21_000, 21_000]);
   store.free();
 });
 
