@@ -74,12 +74,12 @@ export class Scheduler {
     if (wait > 0) {
       const queue = waitingOn(this.#raw);
       const reservation = {
-        tokens, signal, returned: false, dueAt: 0, ready: false,
+        tokens, signal, returned: false, dueAt: 0, order: queue.reserved++,
         cancel: () => {}, schedule: null, serve: null, fail: null, unwatch: () => {},
       };
       // Queued before onDelayed runs: a reservation the listener makes is behind this one, in
       // the queue as in the bucket's debts.
-      queue.list.push(reservation);
+      queue.waits.add(reservation);
       try {
         this.#listener?.onDelayed?.(wait);
       } catch (failure) {
@@ -122,14 +122,14 @@ export class Scheduler {
           reservation.cancel = after(Math.ceil(left), due);
           return;
         }
-        reservation.ready = true;
+        if (queue.waits.has(reservation)) queue.ready.add(reservation);
         this.#release(queue);
       };
       // Due `wait` nanoseconds after `from` (the bucket's time it was reserved or remade at), or
       // at `notBefore` if that is later; both in milliseconds (see `#millis`).
       reservation.schedule = (wait, from, notBefore = -Infinity) => {
         reservation.cancel();
-        reservation.ready = false;
+        queue.ready.delete(reservation);
         const own = from + Number(wait) / 1e6;
         reservation.dueAt = Math.max(own, notBefore);
         reservation.cancel = after(own >= notBefore ? timerMillis(wait) : Math.ceil(notBefore - from), due);
@@ -147,6 +147,8 @@ export class Scheduler {
         return;
       }
       reservation.schedule(nanos, at);
+      if (reservation.dueAt < queue.latestDue) queue.unordered = true;
+      queue.latestDue = Math.max(queue.latestDue, reservation.dueAt);
     });
   }
 
@@ -158,14 +160,25 @@ export class Scheduler {
    * (reserved after a `reset` found tokens the earlier waits no longer needed) is not held: its
    * time is what was promised. A wait whose tokens went back with an abort not yet delivered
    * (see `#remake`) neither is served nor holds any.
+   *
+   * The look stops once it has passed every ready wait, or at the first wait not ready while no
+   * wait is due before one ahead of it (then none behind can be served): a look over the whole
+   * queue for every timer made thousands of waits due together quadratic (found in review).
    */
   #release(queue) {
     let dueAhead = Infinity; // the earliest time a wait ahead, still unserved, is due
-    for (const each of [...queue.list]) {
+    let readyLeft = queue.ready.size;
+    // A Set may lose entries while it is iterated; the loop then skips them.
+    for (const each of queue.waits) {
+      if (readyLeft === 0) break;
+      const ready = queue.ready.has(each);
+      if (ready) readyLeft -= 1;
       if (each.returned) continue;
-      if (each.ready && each.dueAt < dueAhead) {
+      if (ready && each.dueAt < dueAhead) {
         this.#leave(queue, each);
         each.serve();
+      } else if (!ready && !queue.unordered) {
+        break;
       } else {
         dueAhead = Math.min(dueAhead, each.dueAt);
       }
@@ -183,36 +196,37 @@ export class Scheduler {
     return readingMillis(this.#clock, now);
   }
 
-  /** Takes `reservation` off the queue and its timer and signal; its index, or -1 if it was gone. */
+  /** Takes `reservation` off the queue and its timer and signal; whether it was queued. */
   #leave(queue, reservation) {
     reservation.cancel();
-    const index = queue.list.indexOf(reservation);
-    if (index >= 0) queue.list.splice(index, 1);
+    const queued = queue.waits.delete(reservation);
+    queue.ready.delete(reservation);
+    if (queue.waits.size === 0) [queue.latestDue, queue.unordered] = [-Infinity, false];
     reservation.unwatch();
-    return index;
+    return queued;
   }
 
   /** Ends `reservation` unserved: its tokens come back and the waits behind it move up. */
   #withdraw(queue, reservation) {
-    const index = this.#leave(queue, reservation);
-    if (index >= 0) this.#moveUpSoon(queue, index, reservation);
+    if (this.#leave(queue, reservation)) this.#moveUpSoon(queue, reservation);
   }
 
   /**
-   * Gives `withdrawn`'s tokens back and moves up the waits from `index` on, in a microtask queued
-   * before the rejection: one step, so that nothing sees the returned tokens while the debts
-   * behind them are still counted (adding back is capped at capacity), and after the other
+   * Gives `withdrawn`'s tokens back and moves up the waits reserved after it, in a microtask
+   * queued before the rejection: one step, so that nothing sees the returned tokens while the
+   * debts behind them are still counted (adding back is capped at capacity), and after the other
    * aborts of the same dispatch (one signal may end several waits).
    */
-  #moveUpSoon(queue, index, withdrawn) {
-    queue.from = Math.min(queue.from, index);
+  #moveUpSoon(queue, withdrawn) {
+    queue.from = Math.min(queue.from, withdrawn.order);
     queue.withdrawn.push(withdrawn);
     if (queue.pending) return;
     queue.pending = true;
     queueMicrotask(() => {
       const [from, gone] = [queue.from, queue.withdrawn];
       [queue.pending, queue.from, queue.withdrawn] = [false, Infinity, []];
-      this.#moveUp(queue, gone.filter((each) => !each.returned), queue.list.slice(from));
+      const later = [...queue.waits].filter((each) => each.order > from);
+      this.#moveUp(queue, gone.filter((each) => !each.returned), later);
     });
   }
 
@@ -246,6 +260,7 @@ export class Scheduler {
       // changed. Each bucket call after it takes effect whole or not at all: one that fails
       // leaves its tokens taken and the waits their times, which errs towards refusing.
     }
+    surveyDueTimes(queue);
     this.#release(queue);
   }
 
@@ -268,7 +283,7 @@ export class Scheduler {
     }
     // Past the 64-bit maximum, what is still owed leaves no bandwidth room for any token anyway,
     // and what is given back fills every bandwidth's room: both are capped there.
-    const owed = exactNumber(min(total(queue.list.filter((each) => !each.returned)), I64_MAX));
+    const owed = exactNumber(min(total([...queue.waits].filter((each) => !each.returned)), I64_MAX));
     // One call for all: giving back a and then b ends where giving back a + b at once does.
     if (leaving.length > 0) ops.returnReserved(this.#raw, exactNumber(min(total(leaving), I64_MAX)), owed, timeArg(time));
     if (staying.length === 0) return;
@@ -278,7 +293,7 @@ export class Scheduler {
     // A remade wait is not due before any wait ahead of it, remade or not: those ahead of the
     // aborted one keep their times, though a `reset` may have paid their debts.
     let dueAhead = -Infinity;
-    for (const each of [...queue.list]) {
+    for (const each of [...queue.waits]) {
       if (each.returned) continue;
       if (remade.has(each)) {
         const wait = ops.reserve(this.#raw, each.tokens, Infinity, timeArg(time));
@@ -294,6 +309,19 @@ export class Scheduler {
 }
 
 
+/**
+ * Sets `latestDue` and `unordered` from the waits queued (not those returned): moving waits up
+ * makes them due earlier, which the running values kept as waits join cannot follow.
+ */
+function surveyDueTimes(queue) {
+  [queue.latestDue, queue.unordered] = [-Infinity, false];
+  for (const each of queue.waits) {
+    if (each.returned) continue;
+    if (each.dueAt < queue.latestDue) queue.unordered = true;
+    queue.latestDue = Math.max(queue.latestDue, each.dueAt);
+  }
+}
+
 /** The tokens `reservations` hold, exactly (a BigInt). */
 function total(reservations) {
   let sum = 0n;
@@ -303,12 +331,25 @@ function total(reservations) {
 
 const min = (a, b) => (a < b ? a : b);
 
-/** The reservations still waiting on a raw bucket, oldest first, shared by all its views. */
+/**
+ * The reservations still waiting on a raw bucket, shared by all its views: `waits` in the order
+ * they were reserved (a Set, which keeps insertion order and takes one out at once, however many
+ * wait), `ready` those whose time has come, `reserved` the count that numbers them (`order`),
+ * `latestDue` the latest time one is due and `unordered` whether one is due before one ahead of
+ * it (tokens added between reservations, a clock that went back), and what `#moveUpSoon`
+ * gathers for its microtask.
+ */
 const waiting = new WeakMap();
 
 function waitingOn(raw) {
   let queue = waiting.get(raw);
-  if (queue === undefined) waiting.set(raw, (queue = { list: [], from: Infinity, withdrawn: [], pending: false }));
+  if (queue === undefined) {
+    queue = {
+      waits: new Set(), ready: new Set(), reserved: 0, latestDue: -Infinity, unordered: false,
+      from: Infinity, withdrawn: [], pending: false,
+    };
+    waiting.set(raw, queue);
+  }
   return queue;
 }
 

@@ -109,6 +109,28 @@ function movesUp(wait) {
   };
 }
 
+test('an abort followed at once by timers that serve a wait ahead still moves up the waits behind', async (t) => {
+  // Mocked timers fire inside tick(), before the abort's microtask: the wait ahead is served
+  // first. The waits behind the aborted one used to be found by an index that serving had
+  // shifted, so they kept their old times.
+  const { bucket, clock, scheduler } = scenario(t);
+  bucket.tryConsume(10); // empty; 1 token per 100 ms
+  const controller = new AbortController();
+  const ahead = scheduler.consume(1); // due at 100 ms
+  const aborted = scheduler.consume(1, { signal: controller.signal }).catch((e) => e.name); // 200 ms
+  const behind = movesUp(scheduler.consume(1)); // 300 ms, 200 ms once moved up
+  controller.abort();
+  clock.t += 100 * MS;
+  t.mock.timers.tick(100); // serves `ahead` before the microtask that moves `behind` up
+  await ahead;
+  assert.equal(await aborted, 'AbortError');
+  await behind.at(async (ms) => {
+    clock.t += ms * MS;
+    t.mock.timers.tick(ms);
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+  }, 100);
+});
+
 test('one signal shared by many waits holds one abort listener, gone once none waits on it', async (t) => {
   const { bucket, scheduler, advance } = scenario(t);
   bucket.tryConsume(10); // empty; 1 token per 100 ms
