@@ -26,6 +26,10 @@ const CLIENT_CLAIMS: [&str; 6] =
 ///   the hop to the gateway alone (RFC 9110 §7.6.1) and dropped, but for `Upgrade`, with which
 ///   the runtime forwards a WebSocket upgrade.
 /// - A GET or HEAD body (which HTTP gives no meaning and fetch refuses to send) is dropped.
+/// - `Expect` is dropped: the runtime has already answered the client's `100-continue` by reading
+///   the body, and the runtime's fetch hands back an origin's interim `100 Continue` as its
+///   final answer (cloudflare/workers-sdk#7185), which would turn every upload sent with it
+///   (curl's past 1 MiB, S3 SDKs') into a 502 after the origin had taken it.
 /// - The `keyed` header goes as the one value the bucket was keyed on: sent twice, it would
 ///   otherwise reach the origin as two lines, of which many origins read the first, while each
 ///   new second line named a new bucket.
@@ -42,6 +46,7 @@ pub fn upstream_request(
     let headers = web_sys::Headers::new_with_headers(&inner.headers())?;
     drop_hop_by_hop(&headers)?;
     headers.delete("Host")?;
+    headers.delete("Expect")?;
     for name in CLIENT_CLAIMS {
         headers.delete(name)?;
     }
@@ -97,15 +102,15 @@ fn hop_by_hop_names(connection: &str) -> impl Iterator<Item = &str> {
 /// named cannot be told from any other and passes.
 ///
 /// # Errors
-/// 502 `ORIGIN_INVALID_STATUS` when its status is one a response cannot carry; 500 when the
-/// runtime fails.
+/// 502 `ORIGIN_INVALID_STATUS` when its status is one a response cannot carry (a 101 can only
+/// with a WebSocket); 500 when the runtime fails.
 pub fn decorated(
     response: web_sys::Response,
     extra: &[(&str, String)],
     relocate: impl Fn(&str) -> Option<String>,
 ) -> Result<web_sys::Response, ApiError> {
     let status = response.status();
-    if status == 101 {
+    if status == 101 && carries_web_socket(&response) {
         // A WebSocket upgrade: a 101 cannot be rebuilt (the Response constructor refuses it) and
         // carries the socket, so it goes back as the origin sent it, without rate-limit headers.
         return Ok(response);
@@ -134,6 +139,14 @@ pub fn decorated(
     }
     let response = worker::Response::from(response).with_headers(headers);
     Ok(response.into())
+}
+
+/// Whether `response` holds the WebSocket of an accepted upgrade. A 101 without one (an origin
+/// switching protocols on a plain request) is refused by the runtime like any status outside
+/// 200–599, which reached the client as a bare 500.
+fn carries_web_socket(response: &web_sys::Response) -> bool {
+    let socket = worker::js_sys::Reflect::get(response, &"webSocket".into());
+    socket.is_ok_and(|socket| !socket.is_null() && !socket.is_undefined())
 }
 
 /// Copies `headers` into a new, mutable header map (fetched responses have immutable ones).

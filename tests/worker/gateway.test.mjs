@@ -306,6 +306,22 @@ test("an origin status that no response can carry is a 502, not a crash; the ori
   assert.match(ok.headers.get('ratelimit'), /^"origin";r=7;t=0, "burst";r=0;t=\d+, "daily";r=48;t=0$/);
 });
 
+test("an origin's 101 to a request that asked for no upgrade is a 502, not a bare 500", async () => {
+  const r = await w.call('/not-an-upgrade');
+  assert.equal(r.status, 502);
+  assert.equal((await r.json()).code, 'ORIGIN_INVALID_STATUS');
+});
+
+test('an upload sent with Expect: 100-continue reaches the origin without it and its answer comes back', async () => {
+  // The origin's interim 100 came back from the runtime's fetch as the final answer: a 502
+  // after the origin had taken the upload.
+  const head = 'POST /upload HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\nConnection: close';
+  const r = await rawRequest(w.url, head, 'hello');
+  assert.equal(r.status, 200);
+  const { url, headers, body } = o.requests.at(-1);
+  assert.deepEqual([url, headers.expect, body], ['/upload', undefined, 'hello']);
+});
+
 test("an origin's RateLimit that is not a Structured Field List is replaced, not joined into an unparseable field", async () => {
   const r = await w.call('/draft7');
   assert.equal(r.status, 200);

@@ -84,7 +84,7 @@ export async function start(config = {}) {
 /**
  * Sends `head` (request line and headers, CRLF-separated, without the blank line) and `body` over
  * a raw socket, for requests fetch refuses to make (a GET with a body, a WebSocket upgrade).
- * Resolves with the status code and the head of the answer.
+ * Resolves with the status code and the head of the final answer (after any `100 Continue`).
  */
 export function rawRequest(url, head, body = '') {
   const { hostname, port } = new URL(url);
@@ -95,6 +95,10 @@ export function rawRequest(url, head, body = '') {
       received += data.toString('latin1');
       const end = received.indexOf('\r\n\r\n');
       if (end < 0) return;
+      if (/^HTTP\/1\.1 100 /.test(received)) {
+        received = received.slice(end + 4); // interim: the answer follows
+        return;
+      }
       socket.destroy();
       resolve({ status: Number(received.split(' ')[1]), head: received.slice(0, end) });
     });
@@ -142,6 +146,11 @@ export async function origin() {
     req.on('data', (chunk) => (body += chunk));
     req.on('end', () => {
       requests.push({ method: req.method, url: req.url, headers: req.headers, rawHeaders: req.rawHeaders, body });
+      if (req.url === '/not-an-upgrade') {
+        // Switches protocols on a request that asked for no upgrade: a 101 without a WebSocket.
+        req.socket.end('HTTP/1.1 101 Switching Protocols\r\nUpgrade: foo\r\nConnection: Upgrade\r\n\r\n');
+        return;
+      }
       // `/status/NNN` answers with that status, valid or not (Node writes any three digits), and
       // rate-limit headers of its own, which it exposes; `/redirect?to=URL` answers 302 to URL, where
       // `{self}` stands for this server's own URL; `/draft7` sends express-rate-limit's draft-7
