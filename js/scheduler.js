@@ -147,8 +147,12 @@ export class Scheduler {
         return;
       }
       reservation.schedule(nanos, at);
-      if (reservation.dueAt < queue.latestDue) queue.unordered = true;
-      queue.latestDue = Math.max(queue.latestDue, reservation.dueAt);
+      if (reservation.order !== queue.reserved - 1) {
+        surveyDueTimes(queue); // waits reserved behind it (from its onDelayed) were scheduled first
+      } else {
+        if (reservation.dueAt < queue.latestDue) queue.early.add(reservation);
+        queue.latestDue = Math.max(queue.latestDue, reservation.dueAt);
+      }
     });
   }
 
@@ -161,27 +165,32 @@ export class Scheduler {
    * time is what was promised. A wait whose tokens went back with an abort not yet delivered
    * (see `#remake`) neither is served nor holds any.
    *
-   * The look stops once it has passed every ready wait, or at the first wait not ready while no
-   * wait is due before one ahead of it (then none behind can be served): a look over the whole
-   * queue for every timer made thousands of waits due together quadratic (found in review).
+   * The look stops once it has passed every ready wait that could be served: a look over the
+   * whole queue for every timer made thousands of waits due together quadratic (found in
+   * review). Past a wait not yet ready, only an early one (see `waitingOn`) can be.
    */
   #release(queue) {
     let dueAhead = Infinity; // the earliest time a wait ahead, still unserved, is due
-    let readyLeft = queue.ready.size;
+    let onlyEarly = false; // past a wait not ready
+    const servable = (each) => queue.ready.has(each) && (!onlyEarly || queue.early.has(each));
+    let left = queue.ready.size; // servable waits not yet passed
     // A Set may lose entries while it is iterated; the loop then skips them.
     for (const each of queue.waits) {
-      if (readyLeft === 0) break;
-      const ready = queue.ready.has(each);
-      if (ready) readyLeft -= 1;
+      if (left === 0) break;
+      if (servable(each)) left -= 1;
       if (each.returned) continue;
+      const ready = queue.ready.has(each);
       if (ready && each.dueAt < dueAhead) {
         this.#leave(queue, each);
         each.serve();
-      } else if (!ready && !queue.unordered) {
-        break;
-      } else {
-        dueAhead = Math.min(dueAhead, each.dueAt);
+        continue;
       }
+      if (!ready && !onlyEarly) {
+        onlyEarly = true;
+        left = 0;
+        for (const other of queue.early) if (other.order > each.order && servable(other)) left += 1;
+      }
+      dueAhead = Math.min(dueAhead, each.dueAt);
     }
   }
 
@@ -201,7 +210,8 @@ export class Scheduler {
     reservation.cancel();
     const queued = queue.waits.delete(reservation);
     queue.ready.delete(reservation);
-    if (queue.waits.size === 0) [queue.latestDue, queue.unordered] = [-Infinity, false];
+    queue.early.delete(reservation);
+    if (queue.waits.size === 0) queue.latestDue = -Infinity;
     reservation.unwatch();
     return queued;
   }
@@ -310,14 +320,16 @@ export class Scheduler {
 
 
 /**
- * Sets `latestDue` and `unordered` from the waits queued (not those returned): moving waits up
- * makes them due earlier, which the running values kept as waits join cannot follow.
+ * Sets `latestDue` and `early` from the waits queued (not those returned), for when the values
+ * kept as waits join cannot follow: waits moved up (due earlier), or a wait scheduled after
+ * waits behind it (reserved from its `onDelayed`).
  */
 function surveyDueTimes(queue) {
-  [queue.latestDue, queue.unordered] = [-Infinity, false];
+  queue.latestDue = -Infinity;
+  queue.early.clear();
   for (const each of queue.waits) {
     if (each.returned) continue;
-    if (each.dueAt < queue.latestDue) queue.unordered = true;
+    if (each.dueAt < queue.latestDue) queue.early.add(each);
     queue.latestDue = Math.max(queue.latestDue, each.dueAt);
   }
 }
@@ -335,9 +347,10 @@ const min = (a, b) => (a < b ? a : b);
  * The reservations still waiting on a raw bucket, shared by all its views: `waits` in the order
  * they were reserved (a Set, which keeps insertion order and takes one out at once, however many
  * wait), `ready` those whose time has come, `reserved` the count that numbers them (`order`),
- * `latestDue` the latest time one is due and `unordered` whether one is due before one ahead of
- * it (tokens added between reservations, a clock that went back), and what `#moveUpSoon`
- * gathers for its microtask.
+ * `latestDue` the latest time one is due (or was: it may be later than any left), `early` the
+ * waits due before one ahead of them (tokens added between reservations, a clock that went back;
+ * a wait not in it is due no earlier than every wait ahead, so never served before them), and
+ * what `#moveUpSoon` gathers for its microtask.
  */
 const waiting = new WeakMap();
 
@@ -345,7 +358,7 @@ function waitingOn(raw) {
   let queue = waiting.get(raw);
   if (queue === undefined) {
     queue = {
-      waits: new Set(), ready: new Set(), reserved: 0, latestDue: -Infinity, unordered: false,
+      waits: new Set(), ready: new Set(), early: new Set(), reserved: 0, latestDue: -Infinity,
       from: Infinity, withdrawn: [], pending: false,
     };
     waiting.set(raw, queue);
