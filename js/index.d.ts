@@ -335,7 +335,7 @@ export interface StoreOptions {
   /**
    * Default 2^30 (1 GiB); from 65,536 to 2^32, rounded up to 64 KiB: the most bytes of keys held,
    * removed keys' included until reclaimed (at the latest once they are an eighth of it).
-   * Past it, once expired keys are dropped, a new key is refused with `KEY_SPACE_FULL`;
+   * Past it, unless dropping expired keys makes room, a new key is refused with `KEY_SPACE_FULL`;
    * existing keys carry on. A key never spans two 64 KiB chunks, so keys longer than a few
    * KiB leave chunk tails unused: up to half the space for keys just over 32 KiB.
    */

@@ -90,7 +90,7 @@ pub struct StoreOptions {
     /// they are an eighth of the bytes held and could hold it), rounded up to whole 64 KiB chunks:
     /// from 64 KiB to [`KEY_SPACE_BYTES`] (4 GiB, the default). A key never spans two chunks, so
     /// long keys leave chunk tails unused (up to half the space for keys just over 32 KiB). Past
-    /// it, once expired keys are dropped, a new key is refused with [`Error::KeySpaceFull`]
+    /// it, unless dropping expired keys makes room, a new key is refused with [`Error::KeySpaceFull`]
     /// (existing keys carry on), where `max_keys` would evict: it bounds
     /// memory that long keys, which often come from clients, could otherwise take. On wasm32 all
     /// memory is 4 GiB, so the bindings default to less (1 GiB).
@@ -317,6 +317,7 @@ impl BucketStore {
         self.len = 0;
         self.clock_hand = 0;
         self.sweep_cursor = 0;
+        self.refused_for_room = 0;
     }
 
     // --- access ---
@@ -417,17 +418,18 @@ impl BucketStore {
         Ok(id)
     }
 
-    /// At `max_key_bytes`, removed keys' bytes included, expired keys are dropped and
-    /// compaction reclaims removed keys' bytes if they are worth it; a key that still does not
-    /// fit is refused, and nothing else changes (dropping an expired key changes no answer).
+    /// At `max_key_bytes`, removed keys' bytes included, expired keys are dropped if that makes
+    /// room, and compaction reclaims removed keys' bytes if they are worth it; a key that still
+    /// does not fit is refused, and nothing else changes.
     ///
     /// The sweeps of insertions cannot be relied on here: a refused key sweeps nothing, so a
-    /// space full of keys that have all gone idle would refuse every new key for good. A full
-    /// sweep looks at every key, so it runs for the first refusal and then once per
-    /// `len / 8 + 1` refusals: on average a refusal looks at no more than eight keys.
+    /// space full of keys that have all gone idle would refuse every new key for good. A look
+    /// for expired keys visits every slot, so it runs for the first refusal and then once per
+    /// `high_water / 8 + 1` refusals: on average a refusal visits no more than eight slots.
     fn make_room_for_key(&mut self, len: usize, now: i64) -> Result<()> {
-        if !self.keys.has_room(len) && self.refused_for_room.is_multiple_of(self.len / 8 + 1) {
-            self.remove_expired(now);
+        let slots = self.slots.high_water() as usize;
+        if !self.keys.has_room(len) && self.refused_for_room.is_multiple_of(slots / 8 + 1) {
+            self.drop_expired_for_room(len, now);
         }
         if !self.keys.has_room(len) && self.keys.worth_compacting_for(len) {
             self.compact_keys();
@@ -437,6 +439,22 @@ impl BucketStore {
         } else {
             self.refused_for_room = self.refused_for_room.wrapping_add(1);
             Err(Error::KeySpaceFull { max_bytes: self.keys.max_bytes() })
+        }
+    }
+
+    /// Drops the expired keys if their bytes would make compaction worth it for a key of `len`
+    /// bytes (see [`KeyArena::worth_compacting_for`]), and only then: held, an expired key is
+    /// answered as a fresh bucket would be, but dropped without making room it would meet the same
+    /// full space on its next access and be refused.
+    fn drop_expired_for_room(&mut self, len: usize, now: i64) {
+        let expired: Vec<u32> = (0..self.slots.high_water())
+            .filter(|&id| self.slots.get(id).is_live() && self.is_expired(id, now))
+            .collect();
+        let bytes = expired.iter().map(|&id| usize::from(self.slots.get(id).key_len)).sum();
+        if self.keys.worth_compacting_after_release(bytes, len) {
+            for id in expired {
+                self.remove_slot(id);
+            }
         }
     }
 
@@ -793,18 +811,35 @@ mod tests {
     }
 
     #[test]
-    fn a_refusal_for_room_drops_only_expired_keys() {
+    fn a_new_key_that_finds_the_space_full_drops_only_expired_keys_and_only_to_get_in() {
         let mut store = bounded(65_536);
         let big = |c: u8| vec![c; 21_000];
         store.try_consume(&big(b'a'), 1, 0).unwrap(); // full again at 1 s
         store.try_consume(&big(b'b'), 5, 0).unwrap(); // full again at 5 s
         store.try_consume(&big(b'c'), 5, 0).unwrap();
-        // At 2 s only a is expired: dropping it frees 21,000 bytes, too few for 30,000.
+        // At 2 s only a is expired. Its 21,000 bytes could not hold 30,000: it is kept, since
+        // dropped it would be refused itself on its next access.
         let refused = store.try_consume(&vec![b'e'; 30_000], 1, 2 * SEC);
         assert_eq!(refused.unwrap_err().code(), "KEY_SPACE_FULL");
+        assert!(store.contains_key(&big(b'a')), "still held");
+        // They can hold 21,000: a gives way, b and c are untouched.
+        assert_eq!(store.try_consume(&big(b'd'), 1, 2 * SEC), Ok(Some(true)));
         assert!(!store.contains_key(&big(b'a')));
-        assert_eq!(store.get_available_tokens(&big(b'b'), 2 * SEC), Ok(Some(7)), "live keys untouched");
-        assert_eq!(store.try_consume(&big(b'd'), 1, 2 * SEC), Ok(Some(true)), "a's bytes are reused");
+        assert_eq!(store.get_available_tokens(&big(b'b'), 2 * SEC), Ok(Some(7)));
+    }
+
+    #[test]
+    fn an_expired_key_too_small_for_compaction_to_pay_stays_held() {
+        let mut store = bounded(65_536); // ten keys at most
+        let key = |c: u8| vec![c; 6_000];
+        store.try_consume(&key(b'a'), 1, 0).unwrap(); // full again at 1 s
+        for c in b'b'..=b'j' {
+            store.try_consume(&key(c), 5, 0).unwrap(); // full again at 5 s
+        }
+        // At 2 s a's 6,000 bytes are less than an eighth of the space in use.
+        assert_eq!(store.try_consume(&key(b'x'), 1, 2 * SEC).unwrap_err().code(), "KEY_SPACE_FULL");
+        assert_eq!(store.len(), 10);
+        assert_eq!(store.try_consume(&key(b'a'), 1, 2 * SEC), Ok(Some(true)), "a is still answered");
     }
 
     #[test]

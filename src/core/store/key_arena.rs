@@ -111,7 +111,13 @@ impl KeyArena {
     /// live key, so a full arena must not compact for every byte freed: with this bound each
     /// byte removed pays for at most eight bytes copied.
     pub(crate) fn worth_compacting_for(&self, len: usize) -> bool {
-        self.garbage > 0 && self.garbage >= len && self.garbage >= (self.live + self.garbage) / 8
+        self.worth_compacting_after_release(0, len)
+    }
+
+    /// [`KeyArena::worth_compacting_for`] once `freed` more live bytes are released.
+    pub(crate) fn worth_compacting_after_release(&self, freed: usize, len: usize) -> bool {
+        let garbage = self.garbage + freed;
+        garbage > 0 && garbage >= len && garbage >= (self.live + self.garbage) / 8
     }
 
     /// Starts compacting: the caller passes every live key to [`Compaction::relocate`] in
