@@ -131,6 +131,41 @@ test('an abort followed at once by timers that serve a wait ahead still moves up
   }, 100);
 });
 
+test("a wait reserved from onDelayed, due before the wait that reserved it, is served at its own time", async (t) => {
+  // The inner wait is queued behind the outer one but scheduled before it, which the check of
+  // due times made as waits join missed: it was held behind the outer one (500 ms, not 300).
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const clock = { t: 0 };
+  const served = [];
+  let scheduler;
+  let inner;
+  let reserving = false;
+  const listener = {
+    onDelayed() {
+      if (reserving) return; // the inner wait's own onDelayed
+      reserving = true;
+      bucket.reset(); // full again
+      bucket.tryConsume(8); // 2 left
+      inner = scheduler.consume(5).then(() => served.push(['inner', clock.t / MS])); // due 300 ms
+    },
+  };
+  const bucket = Bucket.builder()
+    .addLimit((l) => l.capacity(10).refillGreedy(10, '1s'))
+    .withCustomTimeMeter(() => clock.t)
+    .build()
+    .toListenable(listener);
+  scheduler = bucket.asScheduler();
+  bucket.tryConsume(10); // empty; 1 token per 100 ms
+  const outer = scheduler.consume(5).then(() => served.push(['outer', clock.t / MS])); // due 500 ms
+  for (let ms = 0; ms < 600; ms += 100) {
+    clock.t += 100 * MS;
+    t.mock.timers.tick(100);
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+  }
+  await Promise.all([outer, inner]);
+  assert.deepEqual(served, [['inner', 300], ['outer', 500]]);
+});
+
 test('one signal shared by many waits holds one abort listener, gone once none waits on it', async (t) => {
   const { bucket, scheduler, advance } = scenario(t);
   bucket.tryConsume(10); // empty; 1 token per 100 ms
