@@ -4,6 +4,7 @@
 //! redirect to the origin pointed back at the gateway.
 
 use worker::web_sys;
+use worker::worker_sys::ext::ResponseExt;
 
 use super::auth::Secrets;
 use super::errors::ApiError;
@@ -110,7 +111,9 @@ pub fn decorated(
     relocate: impl Fn(&str) -> Option<String>,
 ) -> Result<web_sys::Response, ApiError> {
     let status = response.status();
-    if status == 101 && carries_web_socket(&response) {
+    // A 101 without a socket (an origin switching protocols on a plain request) is refused by
+    // the runtime like any status outside 200–599, which reached the client as a bare 500.
+    if status == 101 && response.websocket().is_some() {
         // A WebSocket upgrade: a 101 cannot be rebuilt (the Response constructor refuses it) and
         // carries the socket, so it goes back as the origin sent it, without rate-limit headers.
         return Ok(response);
@@ -139,14 +142,6 @@ pub fn decorated(
     }
     let response = worker::Response::from(response).with_headers(headers);
     Ok(response.into())
-}
-
-/// Whether `response` holds the WebSocket of an accepted upgrade. A 101 without one (an origin
-/// switching protocols on a plain request) is refused by the runtime like any status outside
-/// 200–599, which reached the client as a bare 500.
-fn carries_web_socket(response: &web_sys::Response) -> bool {
-    let socket = worker::js_sys::Reflect::get(response, &"webSocket".into());
-    socket.is_ok_and(|socket| !socket.is_null() && !socket.is_undefined())
 }
 
 /// Copies `headers` into a new, mutable header map (fetched responses have immutable ones).
