@@ -150,8 +150,7 @@ export class Scheduler {
       if (reservation.order !== queue.reserved - 1) {
         surveyDueTimes(queue); // waits reserved behind it (from its onDelayed) were scheduled first
       } else {
-        if (reservation.dueAt < queue.latestDue) queue.early.add(reservation);
-        queue.latestDue = Math.max(queue.latestDue, reservation.dueAt);
+        joinDueTimes(queue, reservation);
       }
     });
   }
@@ -328,10 +327,14 @@ function surveyDueTimes(queue) {
   queue.latestDue = -Infinity;
   queue.early.clear();
   for (const each of queue.waits) {
-    if (each.returned) continue;
-    if (each.dueAt < queue.latestDue) queue.early.add(each);
-    queue.latestDue = Math.max(queue.latestDue, each.dueAt);
+    if (!each.returned) joinDueTimes(queue, each);
   }
+}
+
+/** Counts `each`, behind every wait counted so far, into `latestDue` and `early`. */
+function joinDueTimes(queue, each) {
+  if (each.dueAt < queue.latestDue) queue.early.add(each);
+  queue.latestDue = Math.max(queue.latestDue, each.dueAt);
 }
 
 /** The tokens `reservations` hold, exactly (a BigInt). */

@@ -23,11 +23,11 @@ import { consumptionProbe, estimationProbe } from './operations.js';
  *   or `Infinity` for no cap.
  * - `maxKeyBytes` (default 1 GiB): the most bytes of keys held (removed keys' until they are
  *   reclaimed: at the latest once they are an eighth of the bytes held), from 65,536 to 2^32,
- *   rounded up to 64 KiB. Past it, unless dropping expired keys makes room, a new key is refused with
- *   `KEY_SPACE_FULL` while existing keys carry on: it bounds the memory long keys from clients
- *   could take, below the 4 GiB of wasm memory, whose exhaustion would break every bucket. A
- *   key never spans two 64 KiB chunks, so long keys leave chunk tails unused (up to half the
- *   space for keys just over 32 KiB).
+ *   rounded up to 64 KiB. Past it, unless dropping expired keys makes room, a new key is
+ *   refused with `KEY_SPACE_FULL` while existing keys carry on: it bounds the memory long keys
+ *   from clients could take, below the 4 GiB of wasm memory, whose exhaustion would break every
+ *   bucket. A key never spans two 64 KiB chunks, so long keys leave chunk tails unused (up to
+ *   half the space for keys just over 32 KiB).
  * - `idleGrace` (default 0): a key expires once its bucket has been full that long, counted
  *   from its last consumption attempt at the latest (Bucket4j's expiry "time to refill to
  *   maximum" plus a grace, from the last write): an attempt a full bucket refuses (greedy refill) starts the
