@@ -328,7 +328,11 @@ export type Key = string | Uint8Array;
 
 /** What `new BucketStore(...)` takes; see {@link BucketStore}. */
 export interface StoreOptions {
-  /** For every key, or a supplier called only for keys the store does not hold (new, or expired and swept) and outdated keys. */
+  /**
+   * For every key, or a supplier called only for keys the store does not hold (new, or expired and
+   * swept) and outdated keys. The supplier may use the store for other keys; using it for the key
+   * it is supplying throws `STORE_BUSY`, and the key is not created.
+   */
   configuration: BucketConfiguration | ((key: Key) => BucketConfiguration);
   /** Default 1,000,000; from 1 to 2^32 - 1 (what wasm memory can address), or `Infinity` for no cap. */
   maxKeys?: number;

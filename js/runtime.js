@@ -92,6 +92,12 @@ export function integerArg(value, slot, what) {
 /** A token count argument. */
 export const tokensArg = (tokens) => integerArg(tokens, ARG_TOKENS, 'tokens');
 
+/** A store key's bytes (a string as UTF-8), copied out of the exchange. */
+export function keyCopy(key) {
+  const length = writeKey(key);
+  return keyBytes.slice(0, length);
+}
+
 /** Keys up to this many characters are copied by a loop when ASCII (see `writeKey`). */
 const SHORT_KEY = 24;
 

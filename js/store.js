@@ -1,7 +1,7 @@
 // Many buckets by key in wasm memory: the Rust core's BucketStore (Bucket4j's ProxyManager
 // idea, local). See src/core/store.rs for the memory layout, expiry and eviction.
 import { invalidArgument, knownOptions, EdgeBucketError } from './errors.js';
-import { raw, writeKey, tokensArg, fail, result, describe, plainDuration, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
+import { raw, writeKey, keyCopy, tokensArg, fail, result, describe, plainDuration, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
 import { BucketConfiguration, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
 import { clockOption, readClock, heldReading, timeArg } from './clock.js';
 import { consumptionProbe, estimationProbe } from './operations.js';
@@ -50,7 +50,7 @@ export class BucketStore {
   #supplier = null;
   #version = 0;
   #strategy = TokensInheritanceStrategy.RESET;
-  #supplying = 0; // suppliers running (one may use the store for other keys)
+  #supplying = []; // the keys (as bytes) whose supplier is running: it may use the store for other keys
 
   constructor(options = {}) {
     const known = ['configuration', 'maxKeys', 'maxKeyBytes', 'idleGrace', 'version', 'strategy', 'clock'];
@@ -85,7 +85,7 @@ export class BucketStore {
    * store.configure({ configuration: stricter, version: 2, strategy: TokensInheritanceStrategy.AS_IS });
    */
   configure(options) {
-    if (this.#supplying > 0) {
+    if (this.#supplying.length > 0) {
       // The key being supplied would be stamped with the new version but get the configuration
       // its supplier made for the old one, and never be brought up to date.
       throw new EdgeBucketError('STORE_BUSY', 'the store cannot be configured from within its configuration supplier');
@@ -195,13 +195,19 @@ export class BucketStore {
   }
 
   #supply(key, time) {
-    this.#supplying += 1;
+    const bytes = keyCopy(key);
+    // A supplier that asks the store about its own key would be asked for that key again, and
+    // again, until the stack overflows.
+    if (this.#supplying.some((held) => sameBytes(held, bytes))) {
+      throw new EdgeBucketError('STORE_BUSY', 'the configuration supplier used the store for the key it is supplying a configuration for');
+    }
+    this.#supplying.push(bytes);
     let configuration;
     try {
       // A copy of a byte key: a supplier that changed the caller's bytes would change the key.
       configuration = this.#supplier(key instanceof Uint8Array ? key.slice() : key);
     } finally {
-      this.#supplying -= 1;
+      this.#supplying.pop();
     }
     this.#raw.supply(writeKey(key), rawConfiguration(configuration), timeArg(time));
   }
@@ -216,6 +222,10 @@ const FREED = new Proxy(
     },
   },
 );
+
+function sameBytes(a, b) {
+  return a.length === b.length && a.every((byte, i) => byte === b[i]);
+}
 
 /** `writeKey` for lookups: a key too long to be held is not held (-1), as in the Rust store. */
 function lookupKey(key) {

@@ -406,6 +406,24 @@ test('a supplier cannot configure its store (STORE_BUSY); the key is not created
   assert.equal(store.getAvailableTokens('a'), 9);
 });
 
+test('a supplier that uses the store for its own key gets STORE_BUSY, not a stack overflow', () => {
+  let calls = 0;
+  const store = new BucketStore({
+    configuration: (key) => {
+      calls += 1;
+      if (key === 'b') return limit(10, 1);
+      assert.equal(store.getAvailableTokens('b'), 10, 'another key: allowed');
+      store.tryConsume(key instanceof Uint8Array ? 'k' : key, 1); // its own key, also as bytes
+      return limit(10, 1);
+    },
+  });
+  assert.throws(() => store.tryConsume('a', 1), (e) => e instanceof EdgeBucketError && e.code === 'STORE_BUSY');
+  assert.throws(() => store.tryConsume(new TextEncoder().encode('k'), 1), { code: 'STORE_BUSY' });
+  assert.equal(calls, 3, "the supplier ran once for 'a', 'b' and 'k' each");
+  assert.equal(store.size, 1, "only 'b' was created");
+  assert.equal(store.getAvailableTokens('b'), 10);
+});
+
 test('an operation reads the clock once, also when it calls the supplier', () => {
   let reads = 0;
   const clock = () => [0, 1.5][reads++] ?? 1.5; // its second reading is not a time
