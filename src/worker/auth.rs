@@ -51,9 +51,11 @@ impl Secrets {
                     "SERVICE_DISABLED",
                     "set the API_KEY secret to use service endpoints (locally: .dev.vars or --var API_KEY:…)",
                 ),
-                Role::Admin => {
-                    ApiError::new(403, "ADMIN_DISABLED", "set the ADMIN_TOKEN secret to use admin endpoints")
-                }
+                Role::Admin => ApiError::new(
+                    403,
+                    "ADMIN_DISABLED",
+                    "set the ADMIN_TOKEN secret to use admin endpoints (locally: .dev.vars or --var ADMIN_TOKEN:…)",
+                ),
             });
         }
         let Some(token) = authorization.and_then(bearer_token) else {
