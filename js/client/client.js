@@ -284,7 +284,13 @@ export function createClient(options) {
  * past its timeout.
  */
 function discard(response) {
-  response?.body?.cancel().catch(() => {});
+  try {
+    const body = response?.body;
+    if (typeof body?.cancel === 'function') Promise.resolve(body.cancel()).catch(() => {});
+    else if (typeof body?.destroy === 'function') body.destroy(); // a Node stream (node-fetch)
+  } catch {
+    // A body of another library that cannot be let go: the garbage collector will.
+  }
 }
 
 function monotonicClock() {

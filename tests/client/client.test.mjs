@@ -109,6 +109,27 @@ test('a fetch that resolves to no Response fails that request with INVALID_RESPO
   client.close();
 });
 
+test("a retried response whose body is another library's stream (no cancel) is let go, and the retry made", async () => {
+  for (const timeout of [false, 5000]) {
+    let calls = 0;
+    let destroyed = 0;
+    // node-fetch's Response: its body is a Node stream, with destroy() and no cancel().
+    const nodeStyle = () => ({ status: 503, headers: new Headers({ 'retry-after': '0' }), body: { destroy: () => destroyed++ } });
+    const fetch = async () => (++calls === 1 ? nodeStyle() : new Response('ok'));
+    const client = createClient({ share: false, probe: false, concurrency: 1, fetch, timeout });
+    assert.equal((await client('http://a.example/x')).status, 200, `timeout ${timeout}`);
+    assert.deepEqual([calls, destroyed, client.stats().inFlight], [2, 1, 0], `timeout ${timeout}`);
+    // A body that cannot be let go at all does not fail the request either.
+    calls = 0;
+    const stuck = { status: 503, headers: new Headers(), body: { cancel: () => { throw new Error('locked'); } } };
+    const client2 = createClient({ share: false, probe: false, concurrency: 1, fetch: async () => (++calls === 1 ? stuck : new Response('ok')), timeout, random: () => 0 });
+    assert.equal((await client2('http://a.example/x')).status, 200);
+    assert.equal(client2.stats().inFlight, 0);
+    client.close();
+    client2.close();
+  }
+});
+
 test('retry.methods match a custom method whatever its case', async () => {
   let calls = 0;
   const fetch = async () => (++calls === 1 ? new Response('', { status: 503, headers: { 'retry-after': '0' } }) : new Response('ok'));
