@@ -141,6 +141,7 @@ export interface ClientOptions {
    * Share one budget with other clients, tabs and workers of this origin (Web Locks + BroadcastChannel); a name separates
    * budgets. The clients sharing one use the leading client's model (its `clock`, `random`, `jitter`, `probe`); one whose
    * questions go unanswered for 3 s paces with its own until a leader speaks again. Default true, or false when `clock` is given.
+   * Each sharing client holds a channel until `close()`: make one per origin and keep it, or close it when done.
    */
   share?: boolean | string;
   /** Send one request to a server first and learn its policy before sending more. Default true. */

@@ -187,6 +187,11 @@ export function sharedPacer(name, makePacer) {
       alone = null;
       aloneTickets.clear();
       channel.close();
+      // The lock request stays queued until this context's turn (see above) and holds this
+      // closure until then: let go of what it need not keep.
+      inherited = { state: null, final: false };
+      listeners.clear();
+      makePacer = null;
       for (const { resolve, timer } of pending.values()) {
         clearTimeout(timer);
         resolve({ ok: false, wait: Infinity, reason: 'closed' });
