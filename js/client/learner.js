@@ -65,10 +65,18 @@ export class Learner {
   }
 
   /**
-   * A 429 that said nothing else. Returns the extra backoff (ms) for consecutive 429s; the
-   * emptied bucket already makes the next request wait one interval.
+   * A 429 that said nothing of the rate, to a request granted at `grantedAt`. Returns the extra
+   * backoff (ms) for consecutive 429s; the emptied bucket already makes the next request wait
+   * one interval.
    */
-  rejected(now) {
+  rejected(now, grantedAt = now) {
+    // Sent before the last 429 came back: the same congestion event, as TCP counts one loss per
+    // window. Every request of a burst the server cut short answers 429; each counted on its own
+    // would cut the rate by 0.75 per request in flight and double the backoff as often.
+    if (this.rate !== undefined && grantedAt <= this.#last429) {
+      this.#empty();
+      return 0;
+    }
     this.#strikes += 1;
     const recent = this.#successes.filter((t) => t > now - MEASURE_OVER && t > this.#last429);
     this.#last429 = now;
@@ -79,8 +87,7 @@ export class Learner {
     } else {
       this.#setRate(this.rate * DECREASE);
     }
-    const available = Number(this.bucket.getAvailableTokens());
-    if (available > 0) this.bucket.consumeIgnoringRateLimits(available);
+    this.#empty();
     return this.#strikes > 1 ? Math.min(500 * 2 ** (this.#strikes - 2), MAX_BACKOFF) : 0;
   }
 
@@ -98,6 +105,12 @@ export class Learner {
     this.#setRate(rate);
     const available = Number(this.bucket.getAvailableTokens());
     if (empty && available > 0) this.bucket.consumeIgnoringRateLimits(available);
+  }
+
+  /** The server has just said it is empty. */
+  #empty() {
+    const available = Number(this.bucket.getAvailableTokens());
+    if (available > 0) this.bucket.consumeIgnoringRateLimits(available);
   }
 
   /** Successes per second over the last `over` ms, or since the oldest one remembered if all remembered are in it. */

@@ -150,7 +150,8 @@ export class Pacer {
     const now = this.#now();
     const record = this.#tickets.get(ticket.id);
     const scope = this.#scope(ticket);
-    scope.known = true;
+    // A cached response says nothing of the server's policy: the next request probes again.
+    if (!observation.cached) scope.known = true;
     scope.lastUsed = now;
     // A cached response's quota fields describe the past, but its Retry-After (already less
     // the response's Age) still says when to come back.
@@ -338,15 +339,18 @@ export class Pacer {
   }
 
   #learnFrom(scope, record, status, observation, now) {
-    let told = this.#obeyRetryAfter(scope, status, observation, now);
+    const retryAfterGiven = this.#obeyRetryAfter(scope, status, observation, now);
     // X-RateLimit's reset is mostly a clock time (an epoch second or a date, read against the
     // server's Date, itself whole seconds): a second coarser than a `t` (see #holdUntilReset).
-    const answer = { record, status, retryAfterGiven: told, resetSlack: observation.dialect === 'x-ratelimit' ? 1000 : 0, now };
+    const answer = { record, status, retryAfterGiven, resetSlack: observation.dialect === 'x-ratelimit' ? 1000 : 0, now };
+    let told = false;
     for (const limit of observation.limits) told = this.#learnLimit(scope, limit, answer) || told;
     if (observation.complete) dropUnlisted(scope, observation.limits);
     if (status === 429 && !told) {
-      const backoff = scope.learner.rejected(now);
-      scope.blockedUntil = Math.max(scope.blockedUntil, now + this.#stretched(backoff));
+      // A Retry-After says when to come back, not how fast to go then: without a rate from the
+      // headers the learner still learns one, and the Retry-After's wait replaces its backoff.
+      const backoff = scope.learner.rejected(now, record?.at);
+      if (!retryAfterGiven) scope.blockedUntil = Math.max(scope.blockedUntil, now + this.#stretched(backoff));
     } else if (status < 400) {
       scope.learner.success(now);
     }

@@ -518,7 +518,11 @@ test('an unknown window is guessed from the longest reset seen (X-RateLimit with
 test('a cached response teaches nothing, but its Retry-After is obeyed', () => {
   const { pacer, clock } = setup();
   learn(pacer, { age: '30', 'ratelimit-policy': '"b";q=1;w=100', ratelimit: '"b";r=0;t=100' });
-  assert.equal(drain(pacer, demand(), 50).tickets.length, 50);
+  const probe = drain(pacer, demand(), 50);
+  assert.equal(probe.tickets.length, 1, 'not the policy, nor that there is none: the next request probes alone');
+  assert.equal(probe.refusal.reason, 'probe');
+  pacer.observe(probe.tickets[0], 200, seen({}));
+  assert.equal(drain(pacer, demand(), 50).tickets.length, 50, 'a fresh answer without limits ends the probe');
   learn(pacer, { age: '30', 'retry-after': '40' }, 200);
   assert.equal(pacer.acquire(demand()).ok, true, 'Retry-After blocks only on a 429 or 503');
   learn(pacer, { age: '30', 'retry-after': '40' }, 503);
@@ -550,6 +554,51 @@ test('429s that say nothing: the learner measures the success rate, then backs o
   pacer.observe(pacer.acquire(demand()).ticket, 429, seen({}));
   assert.ok(Math.abs(pacer.snapshot().scopes[0].learnedRate - rate * 0.75) < 1e-9);
   assert.equal(pacer.acquire(demand()).reason, 'retry-after');
+});
+
+test('the 429s of one burst are one congestion event: the learned rate is cut once, with no backoff', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, {});
+  for (let i = 0; i < 20; i++) {
+    clock.t += 100;
+    pacer.observe(pacer.acquire(demand()).ticket, 200, seen({}));
+  }
+  // Eight requests out at once; the server, empty, refuses them all.
+  const burst = drain(pacer, demand(), 8).tickets;
+  assert.equal(burst.length, 8);
+  clock.t += 20;
+  for (const ticket of burst) pacer.observe(ticket, 429, seen({}));
+  const rate = pacer.snapshot().scopes[0].learnedRate;
+  assert.ok(rate > 8 && rate < 10, `about 90 % of 10/s, cut once: got ${rate}`);
+  const refusal = pacer.acquire(demand());
+  assert.equal(refusal.reason, 'learned', 'no backoff for the burst');
+  assert.ok(refusal.wait <= 125, `one interval, got ${refusal.wait}`);
+  // A request sent after the 429s were seen is another event: ×0.75 and a backoff.
+  clock.t += refusal.wait;
+  pacer.observe(pacer.acquire(demand()).ticket, 429, seen({}));
+  const after = pacer.snapshot().scopes[0].learnedRate;
+  assert.ok(Math.abs(after - rate * 0.75) < 1e-9, `×0.75: ${after} against ${rate}`);
+  assert.equal(pacer.acquire(demand()).reason, 'retry-after', 'backing off');
+});
+
+test('a 429 with only a Retry-After: waited out, and a rate is learned for after it', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, {});
+  for (let i = 0; i < 20; i++) {
+    clock.t += 100;
+    pacer.observe(pacer.acquire(demand()).ticket, 200, seen({}));
+  }
+  clock.t += 100;
+  pacer.observe(pacer.acquire(demand()).ticket, 429, seen({ 'retry-after': '2' }));
+  const rate = pacer.snapshot().scopes[0].learnedRate;
+  assert.ok(rate > 8 && rate < 10, `about 90 % of 10/s, got ${rate}`);
+  const blocked = pacer.acquire(demand());
+  assert.deepEqual([blocked.reason, blocked.wait], ['retry-after', 2000], 'the Retry-After, not a backoff on top');
+  clock.t += 2000;
+  // Then paced: a second's burst of the learned rate, not as fast as the server refuses.
+  const { tickets, refusal } = drain(pacer, demand(), 100);
+  assert.equal(tickets.length, Math.floor(rate), 'a second of the learned rate');
+  assert.equal(refusal.reason, 'learned');
 });
 
 test('a 429 whose wait is zero or past says nothing: the learner slows the scope, and backs off', () => {
