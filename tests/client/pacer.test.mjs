@@ -37,6 +37,14 @@ function learn(pacer, headers, status = 200, d = demand()) {
   pacer.observe(grant.ticket, status, seen(headers));
 }
 
+/** 20 answered requests, one every 100 ms (the probe answered already). */
+function succeedAtTenASecond(pacer, clock) {
+  for (let i = 0; i < 20; i++) {
+    clock.t += 100;
+    pacer.observe(pacer.acquire(demand()).ticket, 200, seen({}));
+  }
+}
+
 /** A seeded PRNG, so a failing case can be replayed. */
 function mulberry32(seed) {
   let a = seed >>> 0;
@@ -537,11 +545,7 @@ test('429s that say nothing: the learner measures the success rate, then backs o
   const { pacer, clock } = setup();
   learn(pacer, {});
   // 20 successes at 10 per second.
-  for (let i = 0; i < 20; i++) {
-    clock.t += 100;
-    const grant = pacer.acquire(demand());
-    pacer.observe(grant.ticket, 200, seen({}));
-  }
+  succeedAtTenASecond(pacer, clock);
   clock.t += 100;
   pacer.observe(pacer.acquire(demand()).ticket, 429, seen({}));
   const rate = pacer.snapshot().scopes[0].learnedRate;
@@ -559,10 +563,7 @@ test('429s that say nothing: the learner measures the success rate, then backs o
 test('the 429s of one burst are one congestion event: the learned rate is cut once, with no backoff', () => {
   const { pacer, clock } = setup();
   learn(pacer, {});
-  for (let i = 0; i < 20; i++) {
-    clock.t += 100;
-    pacer.observe(pacer.acquire(demand()).ticket, 200, seen({}));
-  }
+  succeedAtTenASecond(pacer, clock);
   // Eight requests out at once; the server, empty, refuses them all.
   const burst = drain(pacer, demand(), 8).tickets;
   assert.equal(burst.length, 8);
@@ -584,10 +585,7 @@ test('the 429s of one burst are one congestion event: the learned rate is cut on
 test('a 429 with only a Retry-After: waited out, and a rate is learned for after it', () => {
   const { pacer, clock } = setup();
   learn(pacer, {});
-  for (let i = 0; i < 20; i++) {
-    clock.t += 100;
-    pacer.observe(pacer.acquire(demand()).ticket, 200, seen({}));
-  }
+  succeedAtTenASecond(pacer, clock);
   clock.t += 100;
   pacer.observe(pacer.acquire(demand()).ticket, 429, seen({ 'retry-after': '2' }));
   const rate = pacer.snapshot().scopes[0].learnedRate;
