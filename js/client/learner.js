@@ -36,6 +36,8 @@ export class Learner {
   #makeBucket;
   #successes = [];
   #last429 = -Infinity;
+  /** When a 429 last emptied the bucket, counted or not: a grant before it is not refunded. */
+  #lastEmptied = -Infinity;
   #lastIncrease = -Infinity;
   #strikes = 0;
   #key = '';
@@ -74,7 +76,7 @@ export class Learner {
     // window. Every request of a burst the server cut short answers 429; each counted on its own
     // would cut the rate by 0.75 per request in flight and double the backoff as often.
     if (this.rate !== undefined && grantedAt <= this.#last429) {
-      this.#empty();
+      this.#empty(now);
       return 0;
     }
     this.#strikes += 1;
@@ -87,7 +89,7 @@ export class Learner {
     } else {
       this.#setRate(this.rate * DECREASE);
     }
-    this.#empty();
+    this.#empty(now);
     return this.#strikes > 1 ? Math.min(500 * 2 ** (this.#strikes - 2), MAX_BACKOFF) : 0;
   }
 
@@ -96,7 +98,7 @@ export class Learner {
    * null), unless a 429 has emptied the bucket since: the server said it was empty after that.
    */
   refund(charged, grantedAt) {
-    if (charged !== null && charged === this.bucket && grantedAt > this.#last429) charged.addTokens(1);
+    if (charged !== null && charged === this.bucket && grantedAt > this.#lastEmptied) charged.addTokens(1);
   }
 
   /** Starts from a rate another context learned; `empty`: its bucket may have been spent there. */
@@ -108,7 +110,8 @@ export class Learner {
   }
 
   /** The server has just said it is empty. */
-  #empty() {
+  #empty(now) {
+    this.#lastEmptied = now;
     const available = Number(this.bucket.getAvailableTokens());
     if (available > 0) this.bucket.consumeIgnoringRateLimits(available);
   }

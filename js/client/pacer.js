@@ -20,6 +20,8 @@ import { PACED_UNITS, CONCURRENCY_UNIT, MIN_WINDOW, configurationFor, configurat
 import { Learner } from './learner.js';
 
 const NANOS_PER_MS = 1e6;
+/** Cached answers after which a scope's probe ends all the same. */
+const CACHED_PROBES = 3;
 
 /**
  * A scope unused this long (and at least its longest window, when its limits would be full
@@ -150,8 +152,9 @@ export class Pacer {
     const now = this.#now();
     const record = this.#tickets.get(ticket.id);
     const scope = this.#scope(ticket);
-    // A cached response says nothing of the server's policy: the next request probes again.
-    if (!observation.cached) scope.known = true;
+    // A cached response says nothing of the server's policy: the next request probes again, but
+    // only a few times, or an origin whose every answer is cached would be fetched one at a time.
+    if (!observation.cached || ++scope.cachedProbes >= CACHED_PROBES) scope.known = true;
     scope.lastUsed = now;
     // A cached response's quota fields describe the past, but its Retry-After (already less
     // the response's Age) still says when to come back.
@@ -350,8 +353,15 @@ export class Pacer {
       // A Retry-After says when to come back, not how fast to go then: without a rate from the
       // headers the learner still learns one, and the Retry-After's wait replaces its backoff.
       const backoff = scope.learner.rejected(now, record?.at);
-      if (!retryAfterGiven) scope.blockedUntil = Math.max(scope.blockedUntil, now + this.#stretched(backoff));
+      if (!retryAfterGiven) {
+        scope.blockedUntil = Math.max(scope.blockedUntil, now + this.#stretched(backoff));
+        scope.silent429 = true;
+      }
     } else if (status < 400) {
+      // A rate learned only from Retry-After 429s gives way once the server's own headers pace
+      // the scope: they tell the rate, the learner guessed it (and from a 429 before two
+      // successes, at one request a second). A server silent on its 429s keeps the learner.
+      if (told && !scope.silent429 && scope.learner.rate !== undefined) scope.learner = this.#newLearner();
       scope.learner.success(now);
     }
   }
@@ -475,15 +485,21 @@ export class Pacer {
         key,
         origin,
         known: false,
+        cachedProbes: 0,
         probe: null,
         blockedUntil: 0,
         lastUsed: this.#now(),
         policies: new Map(),
-        learner: new Learner((configuration, previous) => this.#bucket(configuration, previous)),
+        learner: this.#newLearner(),
+        silent429: false, // a 429 that named no wait was seen: see #learnFrom
       };
       this.#scopes.set(key, scope);
     }
     return scope;
+  }
+
+  #newLearner() {
+    return new Learner((configuration, previous) => this.#bucket(configuration, previous));
   }
 
   #limit(origin, { policy, partitionKey }, scopeKey) {

@@ -541,6 +541,34 @@ test('a cached response teaches nothing, but its Retry-After is obeyed', () => {
   assert.equal(pacer.acquire(demand()).ok, true);
 });
 
+test('a rate learned from Retry-After 429s gives way to the rate the headers tell; one from a silent 429 does not', () => {
+  for (const refusal of [{ 'retry-after': '1' }, {}]) {
+    const { pacer, clock } = setup();
+    // Another process spent the quota: the probe itself meets the 429, before any success.
+    learn(pacer, refusal, 429);
+    assert.equal(pacer.snapshot().scopes[0].learnedRate, 1, 'a first guess of one a second');
+    clock.t += 1000;
+    learn(pacer, { 'ratelimit-policy': '"p";q=50;w=1', ratelimit: '"p";r=49;t=0' });
+    const learned = pacer.snapshot().scopes[0].learnedRate;
+    if (refusal['retry-after']) {
+      assert.equal(learned, undefined, 'the headers pace the scope now');
+      assert.equal(drain(pacer, demand(), 100).tickets.length, 49, 'at the rate the server told');
+    } else {
+      assert.equal(learned, 1, 'a server that says nothing on its refusals: its 429s may have other causes');
+    }
+  }
+});
+
+test('cached answers do not end the probe, but three of them do: an origin served from a cache is not fetched one at a time', () => {
+  const { pacer } = setup();
+  for (let i = 1; i <= 3; i++) {
+    const probe = drain(pacer, demand(), 10);
+    assert.equal(probe.tickets.length, 1, `cached answer ${i}: still probing`);
+    pacer.observe(probe.tickets[0], 200, seen({ age: '120' }));
+  }
+  assert.equal(drain(pacer, demand(), 10).tickets.length, 10);
+});
+
 test('429s that say nothing: the learner measures the success rate, then backs off multiplicatively', () => {
   const { pacer, clock } = setup();
   learn(pacer, {});
@@ -580,6 +608,22 @@ test('the 429s of one burst are one congestion event: the learned rate is cut on
   const after = pacer.snapshot().scopes[0].learnedRate;
   assert.ok(Math.abs(after - rate * 0.75) < 1e-9, `×0.75: ${after} against ${rate}`);
   assert.equal(pacer.acquire(demand()).reason, 'retry-after', 'backing off');
+});
+
+test("a 429 of a counted burst empties the learner's bucket for refunds too: a grant before it gets nothing back", () => {
+  const { pacer, clock } = setup();
+  learn(pacer, {});
+  succeedAtTenASecond(pacer, clock);
+  const early = pacer.acquire(demand()).ticket; // out with the burst the server will refuse
+  clock.t += 10;
+  pacer.observe(pacer.acquire(demand()).ticket, 429, seen({})); // counted: rate learned, bucket emptied
+  clock.t += pacer.acquire(demand()).wait;
+  const unused = pacer.acquire(demand());
+  assert.equal(unused.ok, true, 'granted after the counted 429');
+  clock.t += 5;
+  pacer.observe(early, 429, seen({})); // the same burst: the server is empty now, after that grant
+  pacer.refund(unused.ticket); // never sent
+  assert.equal(pacer.acquire(demand()).reason, 'learned', 'no token handed back to a bucket the server just emptied');
 });
 
 test('a 429 with only a Retry-After: waited out, and a rate is learned for after it', () => {
