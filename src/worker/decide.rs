@@ -332,7 +332,9 @@ fn reservable_in(bucket: &TokenBucket, tokens: i64, max_wait: i64, now: i64) -> 
     let full = now.saturating_add(bucket.diagnostics(now).nanos_to_full_refill);
     for moment in [first_from(now)?, first_from(full)?] {
         if moment < INFINITY_DURATION && granted_at(bucket, tokens, max_wait, moment) {
-            return Ok(moment - now);
+            // Saturating: a clock more than 292 years before the moment (before 1970) would
+            // overflow; that far off, the wait is as good as never.
+            return Ok(moment.saturating_sub(now));
         }
     }
     Ok(INFINITY_DURATION)
@@ -426,6 +428,25 @@ mod tests {
 
     fn consume(tokens: i64, mode: Mode) -> Command {
         Command::Consume { policy: "api".into(), tokens, mode }
+    }
+
+    #[test]
+    fn a_refused_reservation_asked_292_years_early_waits_for_ever_instead_of_overflowing() {
+        let p = Policies::parse(
+            r#"{"p": {"bandwidths": [{"capacity": 1, "initialTokens": 0, "refill": {"kind": "greedy", "tokens": 1, "period": "1s"}}]}}"#,
+        )
+        .unwrap();
+        let mut held = None;
+        assert!(
+            !apply(&mut held, &Command::Consume { policy: "p".into(), tokens: 1, mode: Mode::Try }, &p, 0)
+                .unwrap()
+                .outcome
+                .allowed
+        );
+        let reserve = Command::Reserve { policy: "p".into(), tokens: 1, max_wait_nanos: 1 };
+        let refused = apply(&mut held, &reserve, &p, i64::MIN).unwrap();
+        assert!(!refused.outcome.allowed);
+        assert_eq!(refused.outcome.wait_nanos, INFINITY_DURATION);
     }
 
     #[test]
