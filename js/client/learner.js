@@ -105,13 +105,16 @@ export class Learner {
   adopt(rate, { empty = false } = {}) {
     if (!(typeof rate === 'number' && rate > 0)) return;
     this.#setRate(rate);
-    const available = Number(this.bucket.getAvailableTokens());
-    if (empty && available > 0) this.bucket.consumeIgnoringRateLimits(available);
+    if (empty) this.#drain();
   }
 
   /** The server has just said it is empty. */
   #empty(now) {
     this.#lastEmptied = now;
+    this.#drain();
+  }
+
+  #drain() {
     const available = Number(this.bucket.getAvailableTokens());
     if (available > 0) this.bucket.consumeIgnoringRateLimits(available);
   }
