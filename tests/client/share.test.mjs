@@ -43,3 +43,14 @@ test('leadership changing hands: a heartbeat adopted empty, a final state as it 
   assert.equal(leading, false, 'Node never passed the terminated thread\'s lock on');
   assert.ok(aloneAfter >= 1500 && aloneAfter < 6000, `paced alone after three missed heartbeats, not never: ${aloneAfter} ms`);
 });
+
+test('a follower closed while its lock request is still queued lets go of its pacer factory, listeners and the leader\'s last state', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
+  const child = spawnSync(node, ['--expose-gc', fileURLToPath(new URL('./closed-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 10_000 });
+  assert.equal(child.status, 0, child.stderr);
+  const { lockQueued, makePacer, listener, stateFreedMB } = JSON.parse(child.stdout);
+  assert.equal(lockQueued, true, 'the closed follower\'s lock request is still queued behind the leader');
+  assert.equal(makePacer, 'freed');
+  assert.equal(listener, 'freed');
+  // The 20,000-scope state is about 2 MB; kept, nothing is freed.
+  assert.ok(stateFreedMB >= 1, `the leader's last state was collected: ${stateFreedMB} MB freed`);
+});
