@@ -364,7 +364,7 @@ impl MBand {
     }
 
     /// The tokens a matched bandwidth inherits under `strategy`, or `TokensOverflow`.
-    fn inherit(&self, strategy: TokensInheritanceStrategy, new: &BandSpec) -> Result<MBand, Error> {
+    fn inherit(&self, strategy: TokensInheritanceStrategy, new: &BandSpec, now: i64) -> Result<MBand, Error> {
         let (old_cap, new_cap) = (self.capacity(), q(new.capacity));
         let whole = qi(self.available());
         let as_is = || if whole >= new_cap { new_cap.clone() } else { self.x.clone() };
@@ -398,7 +398,16 @@ impl MBand {
         if floor(&x) < int(i64::MIN) {
             return Err(Error::TokensOverflow);
         }
-        Ok(MBand { spec: new.clone(), x, last: self.last.clone() })
+        // The last refill carries over, except an aligned schedule not yet started (its last refill
+        // one period before the first, still ahead) to a bandwidth that is not aligned: that one
+        // starts counting now.
+        let not_started = match self.spec.kind {
+            Kind::Aligned { first, .. } => self.last == int(first) - int(self.spec.period) && self.last > int(now),
+            _ => false,
+        };
+        let aligned = matches!(new.kind, Kind::Aligned { .. });
+        let last = if not_started && !aligned { int(now) } else { self.last.clone() };
+        Ok(MBand { spec: new.clone(), x, last })
     }
 }
 
@@ -508,7 +517,7 @@ impl Model {
         for spec in specs {
             let matched = self.bands.iter().find(|old| old.spec.id == spec.id && (spec.id.is_some() || nulls_match));
             bands.push(match matched {
-                Some(old) => old.inherit(strategy, spec)?,
+                Some(old) => old.inherit(strategy, spec, now)?,
                 None => MBand::fresh(spec, now),
             });
         }

@@ -621,6 +621,41 @@ fn replacement_matches_bandwidths_by_id() {
 }
 
 #[test]
+fn replacement_credits_the_time_since_the_last_refill_at_the_new_rate() {
+    // Emptied at 0:00 under 100 per hour intervally, replaced at 0:59: the last refill (0:00)
+    // carries over, so the 59 minutes count under the new refill at once (as in Bucket4j).
+    for (new, expected) in [(intervally(100, 100, secs(60)), 100), (greedy(100, 100, secs(3600)), 98)] {
+        let mut b = bucket(vec![intervally(100, 100, secs(3600))], 0);
+        b.try_consume(100, 0).unwrap();
+        b.replace_configuration(BucketConfiguration::new(vec![new]).unwrap(), Strategy::AsIs, 59 * MIN).unwrap();
+        assert_eq!(b.get_available_tokens(59 * MIN), expected);
+    }
+}
+
+#[test]
+fn an_aligned_schedule_not_yet_started_is_not_passed_to_a_bandwidth_that_is_not_aligned() {
+    // Created at 0:00, first refill at 10:00: the aligned bandwidth's last refill is 9:00. A
+    // greedy successor from 1:00 refills from 1:00, not from 9:00 (Bucket4j's, which would keep
+    // an emptied bucket empty for eight hours).
+    let hour = 60 * MIN;
+    let aligned =
+        Bandwidth::builder().capacity(10).refill_intervally_aligned(10, secs(3600), 10 * hour, false).build().unwrap();
+    for new in [greedy(10, 10, secs(1)), intervally(10, 10, secs(1))] {
+        let mut b = bucket(vec![aligned.clone()], 0);
+        b.replace_configuration(BucketConfiguration::new(vec![new]).unwrap(), Strategy::AsIs, hour).unwrap();
+        assert!(b.try_consume(10, hour).unwrap());
+        assert_eq!(b.get_available_tokens(hour + SEC), 10);
+    }
+    // An aligned successor keeps the schedule's start (aligned bandwidths are not re-aligned).
+    let other = Bandwidth::builder().capacity(10).refill_intervally_aligned(10, secs(60), 0, false).build().unwrap();
+    let mut b = bucket(vec![aligned.clone()], 0);
+    b.replace_configuration(BucketConfiguration::new(vec![other]).unwrap(), Strategy::AsIs, hour).unwrap();
+    assert!(b.try_consume(10, hour).unwrap());
+    assert_eq!(b.get_available_tokens(9 * hour), 0);
+    assert_eq!(b.get_available_tokens(9 * hour + MIN), 10);
+}
+
+#[test]
 fn unnamed_bandwidths_match_only_when_alone_on_each_side() {
     let mut b = bucket(vec![greedy(10, 1, secs(1))], 0);
     b.try_consume(6, 0).unwrap();

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use ethnum::I256;
 use foldhash::fast::FixedState;
 
-use super::bandwidth::Bandwidth;
+use super::bandwidth::{Bandwidth, RefillKind};
 use super::error::{Error, Result};
 use super::state::{floor_div, BandwidthState};
 
@@ -13,8 +13,15 @@ use super::state::{floor_div, BandwidthState};
 ///
 /// Bandwidths are matched by id; a bandwidth without id matches the other configuration's
 /// bandwidth without id only when each configuration has at most one such bandwidth. A new
-/// bandwidth without a match starts fresh (initial tokens, as at creation). A matched bandwidth
-/// keeps its last refill time.
+/// bandwidth without a match starts fresh (initial tokens, as at creation).
+///
+/// A matched bandwidth keeps its last refill time, as in Bucket4j, so the time since then is
+/// credited at the new refill's rate: replacing an intervally refill (whose last refill is the
+/// last period boundary) by a greedy or shorter one can add, at the same instant, the tokens that
+/// time earns under the new refill, up to the new capacity. One exception, where Bucket4j would
+/// carry the time over: a bandwidth that is not aligned, inheriting from an aligned one whose
+/// first refill is still ahead (so its last refill lies in the future), starts refilling at
+/// `now` instead of crediting nothing until then.
 ///
 /// Examples (Bucket4j's): capacity 100 with 40 available, replaced by capacity 200 gives
 /// `Proportionally` 80, `AsIs` 40, `Additive` 140; replaced by capacity 20 gives 8, 20, 20.
@@ -88,7 +95,7 @@ pub(crate) fn replace(
             };
             match matched {
                 None => Ok(BandwidthState::initial(bandwidth, now)),
-                Some(i) => inherit(strategy, &old[i], old_states[i], bandwidth),
+                Some(i) => inherit(strategy, &old[i], old_states[i], bandwidth, now),
             }
         })
         .collect()
@@ -103,6 +110,7 @@ fn inherit(
     old: &Bandwidth,
     state: BandwidthState,
     new: &Bandwidth,
+    now: i64,
 ) -> Result<BandwidthState> {
     let tokens = state.tokens(old);
     let level = match strategy {
@@ -121,7 +129,27 @@ fn inherit(
         _ => rescale(old, state.level, new),
     };
     // Every branch stays below the new capacity unless it returned exactly the capacity.
-    Ok(BandwidthState::from_parts(level, state.last_refill_nanos))
+    Ok(BandwidthState::from_parts(level, inherited_last_refill(old, state, new, now)))
+}
+
+/// When the new bandwidth's refill starts counting: the old bandwidth's last refill, except that
+/// an aligned schedule that has not started yet is not passed on to a bandwidth that is not
+/// aligned. Its last refill (one period before the first) lies ahead, and a greedy or intervally
+/// successor would credit nothing until then: hours, for a daily schedule.
+fn inherited_last_refill(old: &Bandwidth, state: BandwidthState, new: &Bandwidth, now: i64) -> i64 {
+    let not_started = match old.refill.kind {
+        // Refills only move the last refill to the first refill or later; a clock that went back
+        // after them is left as it is everywhere else (nothing credited until it catches up).
+        RefillKind::IntervallyAligned { first_refill_nanos, .. } => {
+            state.last_refill_nanos == first_refill_nanos - old.refill.period_nanos && state.last_refill_nanos > now
+        }
+        _ => false,
+    };
+    if not_started && !matches!(new.refill.kind, RefillKind::IntervallyAligned { .. }) {
+        now
+    } else {
+        state.last_refill_nanos
+    }
 }
 
 /// `level` (in `old`'s unit) in `new`'s unit: whole tokens kept, the fraction rescaled exactly

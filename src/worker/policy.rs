@@ -31,8 +31,9 @@ pub struct Policy {
     pub version: u64,
     /// The limits.
     pub configuration: BucketConfiguration,
-    /// How tokens carry over when `version` rises. Default `AS_IS`: never more tokens than the
-    /// bucket had.
+    /// How tokens carry over when `version` rises. Default `AS_IS`: the tokens the bucket had,
+    /// at most the new capacity (time since the last refill then counts at the new rate; see
+    /// [`TokensInheritanceStrategy`]).
     pub strategy: TokensInheritanceStrategy,
     /// What to do when the bucket's Durable Object cannot be reached.
     pub failure: FailureMode,
