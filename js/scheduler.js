@@ -245,11 +245,13 @@ export class Scheduler {
    * too (its abort event not yet delivered: browsers run microtasks between listeners) goes with
    * them and is not made again.
    *
-   * Each bandwidth gets the tokens back up to its capacity less what the waits still queued
-   * hold, never losing any (`returnReserved`): those waits' tokens are spent when they are
-   * served, so a bandwidth that has refilled over their debt (a faster bandwidth, `addTokens`,
-   * `reset`) keeps what it has, and one in debt is not left room for a burst beyond capacity
-   * once they are served. The later waits are then made again in order, each at its new place:
+   * Each bandwidth gets the tokens back up to its capacity less what the waits moving up hold,
+   * never losing any (`returnReserved`): those waits' tokens are spent when they are served,
+   * now sooner, so a bandwidth in debt is not left room for a burst beyond capacity once they
+   * are, and one that has refilled over their debt (a faster bandwidth, `addTokens`, `reset`)
+   * keeps what it has. The waits ahead keep their times, as they would have without the waits
+   * that leave, so the tokens come back whatever they hold: the bucket is as if the waits that
+   * leave had never been asked. The later waits are then made again in order, each at its new place:
    * their tokens are added back beyond capacity and reserved again, which leaves every bandwidth
    * where it was and gives each its wait. A remade wait never ends later than first promised: it
    * comes out longer only if the bucket changed meanwhile (tokens taken ignoring limits, a new
@@ -290,9 +292,11 @@ export class Scheduler {
         staying.push(each);
       }
     }
+    // Owed: the waits behind the first that leaves, which move up. Those ahead of it keep their
+    // times, as they would have without the waits that leave, so their debts need no room kept.
     // Past the 64-bit maximum, what is still owed leaves no bandwidth room for any token anyway,
     // and what is given back fills every bandwidth's room: both are capped there.
-    const owed = exactNumber(min(total([...queue.waits].filter((each) => !each.returned)), I64_MAX));
+    const owed = exactNumber(min(total(staying), I64_MAX));
     // One call for all: giving back a and then b ends where giving back a + b at once does.
     if (leaving.length > 0) ops.returnReserved(this.#raw, exactNumber(min(total(leaving), I64_MAX)), owed, timeArg(time));
     if (staying.length === 0) return;
@@ -311,6 +315,12 @@ export class Scheduler {
           continue;
         }
         if (Math.max(timerNow + Number(wait) / 1e6, dueAhead) < each.dueAt) each.schedule(wait, timerNow, dueAhead);
+        // Due already: served by this move's `#release`, in order, not by a timer that a
+        // request made meanwhile could beat.
+        if (each.dueAt <= timerNow) {
+          each.cancel();
+          queue.ready.add(each);
+        }
       }
       dueAhead = Math.max(dueAhead, each.dueAt);
     }

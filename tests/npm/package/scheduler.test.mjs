@@ -262,6 +262,57 @@ test('tokens an abort gives back are not free while the waits behind them still 
   assert.equal(bucket.getAvailableTokens(), 5, 'as if the 20 had never been asked: full, less the 5 served');
 });
 
+test('an abort behind other waits gives its tokens back whole: the waits ahead keep their times', async (t) => {
+  const available = (bucket) => bucket.getDiagnostics().bandwidths[0].availableTokens;
+  {
+    // Behind a wait of 20 in a bucket of 10: as if the 5 had never been asked.
+    const { bucket, scheduler, advance } = scenario(t);
+    const large = scheduler.consume(20); // -10, due at 1 s
+    const controller = new AbortController();
+    const aborted = scheduler.consume(5, { signal: controller.signal }).catch((e) => e.name); // -15
+    await advance(500);
+    controller.abort();
+    assert.equal(await aborted, 'AbortError');
+    assert.equal(available(bucket), -5, 'the 5 are back (before the fix: -10, 5 lost)');
+    await advance(500);
+    await large;
+    assert.equal(available(bucket), 0, 'the large wait is served at 1 s, with the bucket where it would be');
+    t.mock.timers.reset();
+  }
+  {
+    // A reset pays an older wait's debt; a wait asked after it and aborted gives back all it took.
+    const { bucket, scheduler, advance } = scenario(t);
+    bucket.tryConsume(10);
+    const older = scheduler.consume(10); // due at 1 s: reset does not shorten it
+    bucket.reset();
+    const controller = new AbortController();
+    const aborted = scheduler.consume(12, { signal: controller.signal }).catch((e) => e.name);
+    assert.equal(available(bucket), -2);
+    controller.abort();
+    assert.equal(await aborted, 'AbortError');
+    assert.equal(available(bucket), 10, 'as before the 12 were asked (before the fix: 0)');
+    await advance(1000);
+    await older;
+    t.mock.timers.reset();
+  }
+});
+
+test('a wait an abort makes due at once is served before a request made after the abort', async (t) => {
+  const { bucket, scheduler, advance } = scenario(t);
+  bucket.tryConsume(10);
+  const order = [];
+  const controller = new AbortController();
+  const first = scheduler.consume(10, { signal: controller.signal }).catch((e) => order.push(e.name)); // due at 1 s
+  const second = scheduler.consume(8).then(() => order.push('second')); // due at 1.8 s
+  await advance(900); // 9 refilled: without the first, the second is due now
+  controller.abort();
+  for (let i = 0; i < 3; i++) await Promise.resolve(); // the tokens are back, the second moved up
+  const third = scheduler.consume(1).then(() => order.push('third'));
+  await advance(0); // a timer set for the moved-up wait (before the fix) fires here, after the third
+  await Promise.all([first, second, third]);
+  assert.deepEqual(order, ['AbortError', 'second', 'third'], 'served in the order reserved');
+});
+
 test('an abort never takes tokens: debts paid meanwhile (addTokens, reset) are not taken again', async (t) => {
   for (const pay of [(bucket) => bucket.addTokens(30), (bucket) => bucket.reset()]) {
     const { bucket, scheduler, advance } = scenario(t);
