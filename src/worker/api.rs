@@ -223,7 +223,9 @@ fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     if !value.is_object() {
         return Err(ApiError::bad_request("INVALID_JSON", "the body must be a JSON object"));
     }
-    serde_json::from_value(value).map_err(|e| ApiError::bad_request("INVALID_REQUEST", e.to_string()))
+    // Read again from the text, not from `value`: a `Value` keeps the last of a repeated member,
+    // which a filter in front reading the first would see otherwise; the struct refuses it.
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request("INVALID_REQUEST", e.to_string()))
 }
 
 fn one_token() -> Value {
@@ -418,6 +420,8 @@ mod tests {
         assert_eq!(code(r#"{"policy":"p","extra":1}"#), "INVALID_REQUEST");
         assert_eq!(code(r#"{"policy":"p","tokens":null}"#), "INVALID_TOKENS");
         assert_eq!(code(r#"{"policy":"p","mode":"maybe"}"#), "INVALID_REQUEST");
+        assert_eq!(code(r#"{"policy":"api","policy":"login"}"#), "INVALID_REQUEST", "a repeated member is refused");
+        assert_eq!(code(r#"{"policy":"p","tokens":1,"tokens":2}"#), "INVALID_REQUEST");
         assert_eq!(code(r#"{"policy":"p","tokens":0}"#), "NON_POSITIVE_TOKENS");
         assert_eq!(code(r#"{"policy":"p","tokens":-3}"#), "NON_POSITIVE_TOKENS");
         assert_eq!(code(r#"{"policy":"p","tokens":1.5}"#), "INVALID_TOKENS");

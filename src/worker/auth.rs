@@ -105,12 +105,13 @@ impl std::fmt::Debug for Secrets {
 }
 
 /// An `Authorization` value's scheme and credential: the scheme ends at a space or tab, and
-/// further spaces and tabs are skipped (HTTP's whitespace, nothing else: a byte such as 0xA0
-/// arrives as a Unicode space, and trimming it would turn a credential of that byte into an
-/// empty one). `None` without a separator. One reading for the role check, the worker's own
+/// further spaces and tabs are skipped, as are those around the value (HTTP's whitespace,
+/// nothing else: a byte such as 0xA0 arrives as a Unicode space, and trimming it would turn a
+/// credential of that byte into an empty one; `wrangler dev` hands values over with trailing
+/// spaces kept). `None` without a separator. One reading for the role check, the worker's own
 /// secrets and the gateway's `apiKey` buckets, so they cannot disagree on a spelling.
 pub fn scheme_and_credential(header: &str) -> Option<(&str, &str)> {
-    let (scheme, credential) = header.split_once([' ', '\t'])?;
+    let (scheme, credential) = header.trim_matches([' ', '\t']).split_once([' ', '\t'])?;
     Some((scheme, credential.trim_start_matches([' ', '\t'])))
 }
 
@@ -165,6 +166,10 @@ mod tests {
         assert_eq!(secrets(None, None).check(Role::Admin, Some("Bearer x")).unwrap_err().code, "ADMIN_DISABLED");
         assert_eq!(s.check(Role::Admin, Some("Bearer  \troot")), Ok(()), "spaces and tabs separate");
         assert_eq!(s.check(Role::Admin, Some("Bearer ")).unwrap_err().code, "UNAUTHORIZED", "no token");
+        // Spaces and tabs around the value are HTTP's, not the token's (wrangler dev keeps them).
+        assert_eq!(s.check(Role::Admin, Some("Bearer root \t")), Ok(()));
+        assert_eq!(s.check(Role::Admin, Some(" Bearer root")), Ok(()));
+        assert!(s.is_secret("Bearer root  "), "never forwarded to the origin");
     }
 
     #[test]

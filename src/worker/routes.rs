@@ -279,8 +279,13 @@ pub enum PathReading {
 /// A segment that is not UTF-8 once decoded, or holds an encoded `/` or `\`, is unclear: origins
 /// disagree on whether `%2F` (or, on Windows, `%5C`) separates segments, and on the charset of
 /// other bytes, so any one reading would let a request escape its route's limit at an origin that
-/// reads it another way. Such a path is refused only where a route could match it (see
-/// [`could_match`]); elsewhere it passes, as `/projects/group%2Fproject` must.
+/// reads it another way. So is a dot segment with parameters (`..;x`, `.;`), which Java servlet
+/// containers read as the dot segment. Such a path is refused only where a route could match it
+/// (see [`could_match`]); elsewhere it passes, as `/projects/group%2Fproject` must.
+///
+/// From the first unclear segment on, only dot segments count: each `..` that any reading could
+/// see, inside an unclear segment too (`/x/..%2Flogin` is `/login` to an origin that splits on
+/// `%2F`), removes one known segment.
 pub fn read_path(path: &str) -> PathReading {
     let cleaned: String;
     let path = if path.contains(['\t', '\n', '\r']) {
@@ -295,17 +300,19 @@ pub fn read_path(path: &str) -> PathReading {
     let mut unclear: Option<&str> = None;
     let path = path.strip_prefix(['/', '\\']).unwrap_or(path);
     for raw in path.split(['/', '\\']) {
-        let decoded = percent_decode_str(raw).decode_utf8();
-        match (unclear, decoded.as_deref()) {
-            (_, Ok("..")) => {
-                parts.pop();
+        let bytes: Vec<u8> = percent_decode_str(raw).collect();
+        match std::str::from_utf8(&bytes) {
+            Ok("..") => _ = parts.pop(),
+            Ok(".") => {}
+            decoded => {
+                if unclear.is_none() {
+                    unclear = unclear_because(decoded);
+                }
+                match (unclear, decoded) {
+                    (None, Ok(part)) => parts.push(part.to_owned()),
+                    _ => parts.truncate(parts.len().saturating_sub(climbs(&bytes))),
+                }
             }
-            (Some(_), _) | (_, Ok(".")) => {}
-            (None, Err(_)) => unclear = Some("the path is not UTF-8 once percent-decoded"),
-            (None, Ok(p)) if p.contains(['/', '\\']) => {
-                unclear = Some("an encoded '/' or '\\' (%2F, %5C) in a path segment is ambiguous")
-            }
-            (None, Ok(p)) => parts.push(p.to_owned()),
         }
     }
     parts.retain(|part| !part.is_empty());
@@ -313,6 +320,27 @@ pub fn read_path(path: &str) -> PathReading {
         None => PathReading::Clear(parts),
         Some(message) => PathReading::Unclear { known: parts, error: ApiError::bad_request("INVALID_PATH", message) },
     }
+}
+
+/// Why a decoded segment other than `.` and `..` is unclear (see [`read_path`]), if it is.
+fn unclear_because(decoded: Result<&str, std::str::Utf8Error>) -> Option<&'static str> {
+    match decoded {
+        Err(_) => Some("the path is not UTF-8 once percent-decoded"),
+        Ok(part) if part.contains(['/', '\\']) => {
+            Some("an encoded '/' or '\\' (%2F, %5C) in a path segment is ambiguous")
+        }
+        Ok(part) if matches!(part.split(';').next(), Some(".." | ".")) => {
+            Some("a dot segment with parameters ('..;') is read as '..' by some origins")
+        }
+        Ok(_) => None,
+    }
+}
+
+/// How many segments a decoded segment may climb under some reading: one for each piece, split
+/// at `/` and `\`, that is `..`, parameters (`;…`) aside.
+fn climbs(decoded: &[u8]) -> usize {
+    let dot_dot = |piece: &[u8]| piece.split(|b| *b == b';').next() == Some(b"..");
+    decoded.split(|b| matches!(b, b'/' | b'\\')).filter(|piece| dot_dot(piece)).count()
 }
 
 /// Whether some route could match `method` and a path that starts with the segments `known`
@@ -532,6 +560,22 @@ mod tests {
         assert!(!could("GET", "/projects/group%2Fproject"));
         assert!(!could("POST", "/users/1/posts/2/%2F"), "longer than the route");
         assert!(could("GET", "/x/%2F/../api"), "`..` may climb out of the unclear segment");
+        // A `..` inside the unclear segment climbs too, for origins that split at `%2F` or `%5C`
+        // before resolving dot segments (nginx, Python's http.server, IIS); found in review.
+        for path in
+            ["/x/..%2flogin", "/x/..%5Clogin", "/a/b/..%2f..%2flogin", "/a/..%2F/login", "/x/%FF/..%2f..%2flogin"]
+        {
+            assert_eq!(known(path), Vec::<String>::new(), "{path}");
+        }
+        assert_eq!(known("/a/b%2F.."), Vec::<String>::new(), "split, it is /a; each `..` piece counts, conservatively");
+        // Servlet containers drop `;params` before resolving dot segments: `..;` is `..` there.
+        for path in ["/x/..;/login", "/x/..;a=b/login", "/x/%2e%2e;/login", "/x/..%3B/login"] {
+            assert_eq!(known(path), Vec::<String>::new(), "{path}");
+        }
+        assert_eq!(known("/a/.;x/b"), ["a"]);
+        assert!(could("POST", "/x/..%2Fusers/1/posts"));
+        assert_eq!(at("/login;x"), ["login;x"], "other `;params` stay part of the segment (README)");
+        assert_eq!(at("/a/..b/c."), ["a", "..b", "c."], "only whole dot segments are dot segments");
     }
 
     fn policies() -> Policies {

@@ -94,7 +94,9 @@ test('an encoded path is limited like the plain one; an encoded slash is refused
   const r = await send('/items%2F1');
   assert.equal(r.status, 400);
   assert.equal((await r.json()).code, 'INVALID_PATH');
-  for (const path of ['/users/a%2Fb/profile', '/v1%2Fbuckets']) {
+  // `..` inside an encoded segment, or with `;params`, climbs at origins that split at `%2F` or
+  // drop parameters first (nginx, servlet containers): /items/1 there.
+  for (const path of ['/users/a%2Fb/profile', '/v1%2Fbuckets', '/x/..%2Fitems/1', '/x/..%5Citems/1', '/x/..;/items/1']) {
     assert.equal((await send(path)).status, 400, `${path}: a route could match it under one reading`);
   }
   assert.equal(o.requests.length, before, 'not forwarded');
