@@ -71,10 +71,15 @@ export class Scheduler {
   // A wait that does not complete (aborted, or a listener threw) gives its tokens back. `at` is
   // when it was reserved, in milliseconds (see `#millis`).
   async #serve(tokens, wait, signal, at) {
-    if (wait > 0) {
+    if (wait <= 0) {
+      // Awaited so that this one settles after them: their promises were resolved first, and
+      // the await puts this continuation behind theirs.
+      const late = this.#releaseLate(at);
+      if (late.length > 0) await Promise.allSettled(late);
+    } else {
       const queue = waitingOn(this.#raw);
       const reservation = {
-        tokens, signal, returned: false, dueAt: 0, order: queue.reserved++,
+        tokens, signal, returned: false, dueAt: 0, order: queue.reserved++, settled: null,
         cancel: () => {}, schedule: null, serve: null, fail: null, unwatch: () => {},
       };
       // Queued before onDelayed runs: a reservation the listener makes is behind this one, in
@@ -87,13 +92,30 @@ export class Scheduler {
         throw failure;
       }
       try {
-        await this.#wait(queue, reservation, wait, at);
+        reservation.settled = this.#wait(queue, reservation, wait, at);
+        await reservation.settled;
       } catch (reason) {
         if (hasAborted(signal)) this.#listener?.onAborted?.(reason);
         throw reason;
       }
     }
     this.#listener?.onConsumed?.(tokens);
+  }
+
+  /**
+   * Serves the waits due by `at` whose timers have not fired (the event loop was busy), before a
+   * request that needs no wait: they were asked first. A request served at once has tokens
+   * beyond every queued wait's debt, so on a built-in clock each of them is due by then; a time
+   * meter's waits end by their timers alone (see `#wait`). Returns the promises of those served.
+   */
+  #releaseLate(at) {
+    const queue = waiting.get(this.#raw);
+    if (queue === undefined || queue.waits.size === 0 || !this.#clock.realTime) return [];
+    const due = [...queue.waits].filter((each) => !each.returned && each.dueAt <= at && each.settled !== null);
+    for (const each of due) queue.ready.add(each);
+    this.#release(queue);
+    // Only those served: one still held (behind a wait not yet due) may settle much later.
+    return due.filter((each) => !queue.waits.has(each)).map((each) => each.settled);
   }
 
   /**

@@ -297,6 +297,19 @@ test('an abort behind other waits gives its tokens back whole: the waits ahead k
   }
 });
 
+test('on a real clock, a wait whose timer is late is served before a request asked after it was due', async () => {
+  const bucket = Bucket.builder().addLimit((l) => l.capacity(10).refillGreedy(10, '1s')).build();
+  const scheduler = bucket.asScheduler();
+  bucket.tryConsume(10);
+  const order = [];
+  const first = scheduler.consume(1).then(() => order.push('first')); // due at 100 ms
+  const spin = Date.now() + 250;
+  while (Date.now() < spin); // the event loop is busy past its due time: its timer is late
+  const second = scheduler.consume(1).then(() => order.push('second')); // tokens there: no wait
+  await Promise.all([first, second]);
+  assert.deepEqual(order, ['first', 'second'], 'asked first, served first (before: second, first)');
+});
+
 test('a wait an abort makes due at once is served before a request made after the abort', async (t) => {
   const { bucket, scheduler, advance } = scenario(t);
   bucket.tryConsume(10);
