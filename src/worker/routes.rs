@@ -306,11 +306,11 @@ pub fn read_path(path: &str) -> PathReading {
             Ok(".") => {}
             decoded => {
                 if unclear.is_none() {
-                    unclear = unclear_because(decoded);
+                    unclear = unclear_because(raw, decoded);
                 }
                 match (unclear, decoded) {
                     (None, Ok(part)) => parts.push(part.to_owned()),
-                    _ => parts.truncate(parts.len().saturating_sub(climbs(&bytes))),
+                    _ => parts.truncate(parts.len().saturating_sub(climbs(raw, &bytes))),
                 }
             }
         }
@@ -322,8 +322,12 @@ pub fn read_path(path: &str) -> PathReading {
     }
 }
 
-/// Why a decoded segment other than `.` and `..` is unclear (see [`read_path`]), if it is.
-fn unclear_because(decoded: Result<&str, std::str::Utf8Error>) -> Option<&'static str> {
+/// Why a segment other than `.` and `..` (`raw`, and `decoded` from it) is unclear (see
+/// [`read_path`]), if it is.
+fn unclear_because(raw: &str, decoded: Result<&str, std::str::Utf8Error>) -> Option<&'static str> {
+    if stray_percent(raw) {
+        return Some("a '%' not followed by two hex digits is ambiguous (IIS reads '%u002e' as '.')");
+    }
     match decoded {
         Err(_) => Some("the path is not UTF-8 once percent-decoded"),
         Ok(part) if part.contains(['/', '\\']) => {
@@ -336,11 +340,50 @@ fn unclear_because(decoded: Result<&str, std::str::Utf8Error>) -> Option<&'stati
     }
 }
 
-/// How many segments a decoded segment may climb under some reading: one for each piece, split
-/// at `/` and `\`, that is `..`, parameters (`;…`) aside.
-fn climbs(decoded: &[u8]) -> usize {
-    let dot_dot = |piece: &[u8]| piece.split(|b| *b == b';').next() == Some(b"..");
-    decoded.split(|b| matches!(b, b'/' | b'\\')).filter(|piece| dot_dot(piece)).count()
+/// How many segments the segment `raw` (`decoded` once percent-decoded) may climb under some
+/// reading: one for each piece, split at `/` and `\`, that is `..`, parameters (`;…`) aside;
+/// with IIS's `%uXXXX` escapes decoded too, where there are any.
+fn climbs(raw: &str, decoded: &[u8]) -> usize {
+    let count = |bytes: &[u8]| {
+        let dot_dot = |piece: &[u8]| piece.split(|b| *b == b';').next() == Some(b"..");
+        bytes.split(|b| matches!(b, b'/' | b'\\')).filter(|piece| dot_dot(piece)).count()
+    };
+    let iis = if stray_percent(raw) { count(&iis_decoded(raw)) } else { 0 };
+    count(decoded).max(iis)
+}
+
+/// Whether `raw` has a `%` that does not start a percent-escape: the URL standard leaves it as
+/// it is, IIS reads `%uXXXX` as a character.
+fn stray_percent(raw: &str) -> bool {
+    let bytes = raw.as_bytes();
+    let escape = |at: usize| bytes.get(at + 1..at + 3).is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit));
+    bytes.iter().enumerate().any(|(at, b)| *b == b'%' && !escape(at))
+}
+
+/// `raw` percent-decoded as IIS does, `%uXXXX` (a UTF-16 unit; a lone surrogate as U+FFFD) too.
+fn iis_decoded(raw: &str) -> Vec<u8> {
+    let mut text = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(at) = rest.find('%') {
+        text.push_str(&rest[..at]);
+        let unit = rest
+            .get(at + 1..at + 6)
+            .and_then(|s| s.strip_prefix(['u', 'U']))
+            .filter(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|hex| u32::from_str_radix(hex, 16).ok());
+        match unit {
+            Some(unit) => {
+                text.push(char::from_u32(unit).unwrap_or(char::REPLACEMENT_CHARACTER));
+                rest = &rest[at + 6..];
+            }
+            None => {
+                text.push('%');
+                rest = &rest[at + 1..];
+            }
+        }
+    }
+    text.push_str(rest);
+    percent_decode_str(&text).collect()
 }
 
 /// Whether some route could match `method` and a path that starts with the segments `known`
@@ -576,6 +619,17 @@ mod tests {
         assert!(could("POST", "/x/..%2Fusers/1/posts"));
         assert_eq!(at("/login;x"), ["login;x"], "other `;params` stay part of the segment (README)");
         assert_eq!(at("/a/..b/c."), ["a", "..b", "c."], "only whole dot segments are dot segments");
+        // IIS reads `%uXXXX` as the character: a `%` that is not an escape is unclear, and its
+        // `..` climbs (found in review).
+        assert_eq!(known("/%u006cogin"), Vec::<String>::new());
+        for path in ["/x/%u002e%u002e/login", "/x/..%u002flogin", "/x/%U002E%U002E/login"] {
+            assert_eq!(known(path), Vec::<String>::new(), "{path}");
+        }
+        assert_eq!(known("/a/b/%u002e./c"), ["a"]);
+        assert_eq!(known("/a/50%/b"), ["a"], "a stray '%' alone climbs nothing");
+        assert_eq!(known("/a/%u+02e./b"), ["a"], "not four hex digits: not an escape");
+        assert_eq!(known("/a/%uD800./b"), ["a"], "a lone surrogate is no dot");
+        assert!(could("POST", "/%u0075sers/1/posts"));
     }
 
     fn policies() -> Policies {

@@ -76,11 +76,18 @@ fn read(env: &Env) -> Result<Settings, ApiError> {
         Some(text) => AllowedOrigins::parse(&text).map_err(ApiError::configuration)?,
         None => AllowedOrigins::None,
     };
-    // An empty secret is unset, as an empty ORIGIN is: it must never be matched by an empty token.
-    let secret = |name| var(env, name).filter(|value| !value.trim().is_empty());
+    let secret = |name| secret_value(var(env, name));
     let secrets = Secrets::new(secret("ADMIN_TOKEN").as_deref(), secret("API_KEY").as_deref());
     let log_decisions = var(env, "LOG_DECISIONS").is_none_or(|v| v != "false");
     Ok(Settings { policies, api_prefix, routes, origin, cors_origins, secrets, log_decisions })
+}
+
+/// A secret as set: spaces, tabs and line ends at its ends dropped, since a header value cannot
+/// carry them (HTTP trims them, as `auth::scheme_and_credential` does) and a secret with them could
+/// never be presented; `None` when nothing is left, as for an empty `ORIGIN`: an empty secret
+/// must never be matched by an empty token.
+fn secret_value(value: Option<String>) -> Option<String> {
+    value.map(|v| v.trim_matches([' ', '\t', '\r', '\n']).to_owned()).filter(|v| !v.trim().is_empty())
 }
 
 /// `ORIGIN` without a trailing slash, once it has the shape of an absolute `http(s)` URL that a
@@ -136,7 +143,18 @@ fn var(env: &Env, name: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::origin_url;
+    use super::{origin_url, secret_value};
+
+    #[test]
+    fn secrets_lose_the_whitespace_a_header_cannot_carry() {
+        let value = |text: &str| secret_value(Some(text.to_owned()));
+        assert_eq!(value(" root \t\n").as_deref(), Some("root"), "as `Bearer root ` arrives");
+        assert_eq!(value("ro ot").as_deref(), Some("ro ot"), "inside, it is the secret's");
+        assert_eq!(value("\u{a0}root").as_deref(), Some("\u{a0}root"), "not HTTP's whitespace");
+        assert_eq!(value(" \t"), None, "empty is unset");
+        assert_eq!(value("\u{a0}"), None);
+        assert_eq!(secret_value(None), None);
+    }
 
     #[test]
     fn origin_must_be_an_http_url_a_path_can_follow() {
