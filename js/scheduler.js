@@ -111,11 +111,22 @@ export class Scheduler {
   #releaseLate(at) {
     const queue = waiting.get(this.#raw);
     if (queue === undefined || queue.waits.size === 0 || !this.#clock.realTime) return [];
-    const due = [...queue.waits].filter((each) => !each.returned && each.dueAt <= at && each.settled !== null);
+    // In order, up to the first wait not yet due (or not yet waiting: its `onDelayed` runs),
+    // which holds those behind it; past it only `early` waits can be due. So the look costs the
+    // waits served, not the queue (thousands of waits stay queued past a `reset`). A wait whose
+    // signal has aborted, its abort not yet delivered, is neither served nor holds any.
+    const due = new Set();
+    const take = (each) => !each.returned && !hasAborted(each.signal) && each.dueAt <= at && each.settled !== null;
+    for (const each of queue.waits) {
+      if (each.returned || hasAborted(each.signal)) continue;
+      if (!take(each)) break;
+      due.add(each);
+    }
+    for (const each of queue.early) if (take(each)) due.add(each);
     for (const each of due) queue.ready.add(each);
     this.#release(queue);
     // Only those served: one still held (behind a wait not yet due) may settle much later.
-    return due.filter((each) => !queue.waits.has(each)).map((each) => each.settled);
+    return [...due].filter((each) => !queue.waits.has(each)).map((each) => each.settled);
   }
 
   /**

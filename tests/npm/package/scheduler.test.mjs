@@ -308,6 +308,22 @@ test('on a real clock, a wait whose timer is late is served before a request ask
   const second = scheduler.consume(1).then(() => order.push('second')); // tokens there: no wait
   await Promise.all([first, second]);
   assert.deepEqual(order, ['first', 'second'], 'asked first, served first (before: second, first)');
+
+  // A late wait whose signal is aborting is not served by it: an abort listener added before the
+  // scheduler's makes the request, and the wait still rejects and gives its token back.
+  const other = Bucket.builder().addLimit((l) => l.capacity(10).refillGreedy(10, '1s')).build();
+  other.tryConsume(10);
+  const controller = new AbortController();
+  let inner;
+  controller.signal.addEventListener('abort', () => {
+    inner = other.asScheduler().consume(1);
+  });
+  const aborted = other.asScheduler().consume(1, { signal: controller.signal }).catch((e) => e.name);
+  const until = Date.now() + 250;
+  while (Date.now() < until);
+  controller.abort();
+  assert.equal(await aborted, 'AbortError', 'before the fix: served');
+  await inner;
 });
 
 test('a wait an abort makes due at once is served before a request made after the abort', async (t) => {
