@@ -325,8 +325,8 @@ pub fn read_path(path: &str) -> PathReading {
 /// Why a segment other than `.` and `..` (`raw`, and `decoded` from it) is unclear (see
 /// [`read_path`]), if it is.
 fn unclear_because(raw: &str, decoded: Result<&str, std::str::Utf8Error>) -> Option<&'static str> {
-    if stray_percent(raw) {
-        return Some("a '%' not followed by two hex digits is ambiguous (IIS reads '%u002e' as '.')");
+    if iis_escape(raw) {
+        return Some("a '%u' escape is ambiguous (IIS reads '%u002e' as '.', others as it is)");
     }
     match decoded {
         Err(_) => Some("the path is not UTF-8 once percent-decoded"),
@@ -348,16 +348,20 @@ fn climbs(raw: &str, decoded: &[u8]) -> usize {
         let dot_dot = |piece: &[u8]| piece.split(|b| *b == b';').next() == Some(b"..");
         bytes.split(|b| matches!(b, b'/' | b'\\')).filter(|piece| dot_dot(piece)).count()
     };
-    let iis = if stray_percent(raw) { count(&iis_decoded(raw)) } else { 0 };
+    let iis = if iis_escape(raw) { count(&iis_decoded(raw)) } else { 0 };
     count(decoded).max(iis)
 }
 
-/// Whether `raw` has a `%` that does not start a percent-escape: the URL standard leaves it as
-/// it is, IIS reads `%uXXXX` as a character.
-fn stray_percent(raw: &str) -> bool {
+/// Whether `raw` has an IIS `%uXXXX` escape (four hex digits): the URL standard leaves it as it
+/// is, IIS reads it as a character. Other stray `%`s (`/files/100%.pdf`) have one reading.
+fn iis_escape(raw: &str) -> bool {
     let bytes = raw.as_bytes();
-    let escape = |at: usize| bytes.get(at + 1..at + 3).is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit));
-    bytes.iter().enumerate().any(|(at, b)| *b == b'%' && !escape(at))
+    let escape = |at: usize| {
+        bytes
+            .get(at + 1..at + 6)
+            .is_some_and(|s| matches!(s[0], b'u' | b'U') && s[1..].iter().all(u8::is_ascii_hexdigit))
+    };
+    bytes.iter().enumerate().any(|(at, b)| *b == b'%' && escape(at))
 }
 
 /// `raw` percent-decoded as IIS does, `%uXXXX` (a UTF-16 unit; a lone surrogate as U+FFFD) too.
@@ -626,9 +630,11 @@ mod tests {
             assert_eq!(known(path), Vec::<String>::new(), "{path}");
         }
         assert_eq!(known("/a/b/%u002e./c"), ["a"]);
-        assert_eq!(known("/a/50%/b"), ["a"], "a stray '%' alone climbs nothing");
-        assert_eq!(known("/a/%u+02e./b"), ["a"], "not four hex digits: not an escape");
         assert_eq!(known("/a/%uD800./b"), ["a"], "a lone surrogate is no dot");
+        // Other stray `%`s are read as they are everywhere: not unclear.
+        assert_eq!(at("/files/100%.pdf"), ["files", "100%.pdf"]);
+        assert_eq!(at("/a/%u+02e./b"), ["a", "%u+02e.", "b"], "not four hex digits: not an escape");
+        assert_eq!(at("/a/%zz/%u12"), ["a", "%zz", "%u12"]);
         assert!(could("POST", "/%u0075sers/1/posts"));
     }
 
