@@ -2,22 +2,14 @@
 // leads. Its lock request stays queued until its turn, and must not keep alive what the follower
 // held: the pacer factory, its listeners, the last state the leader sent. Prints which of them
 // garbage collection could reclaim.
-import { source } from './helpers.mjs';
+import { source, holdLeaderLock } from './helpers.mjs';
 
 const { sharedPacer } = await source('tabs.js');
 const NAME = `closed-test-${process.pid}`;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // Lead first, and never step down while the follower lives.
-let stepDown;
-await new Promise((resolve) => {
-  navigator.locks.request(`edgebucket:${NAME}:leader`, () => {
-    resolve();
-    return new Promise((done) => {
-      stepDown = done;
-    });
-  });
-});
+const stepDown = await holdLeaderLock(NAME);
 const leader = new BroadcastChannel(`edgebucket:${NAME}`);
 
 /** Weak handles on what the closed follower should let go of. */

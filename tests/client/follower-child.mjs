@@ -1,23 +1,14 @@
 // Run under Node 24 (Web Locks and BroadcastChannel) by share.test.mjs: a follower's side of the
 // tab protocol (js/client/tabs.js), this script playing the leading tab over a real channel.
 // Prints the messages the leader received.
-import { source } from './helpers.mjs';
+import { source, holdLeaderLock } from './helpers.mjs';
 
 const { sharedPacer } = await source('tabs.js');
 const NAME = `follower-test-${process.pid}`;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // Lead first, so the shared pacer below follows.
-let stepDown;
-const leading = new Promise((resolve) => {
-  navigator.locks.request(`edgebucket:${NAME}:leader`, () => {
-    resolve();
-    return new Promise((done) => {
-      stepDown = done;
-    });
-  });
-});
-await leading;
+const stepDown = await holdLeaderLock(NAME);
 
 const leader = new BroadcastChannel(`edgebucket:${NAME}`);
 const received = [];

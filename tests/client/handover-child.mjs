@@ -5,7 +5,7 @@
 // worker thread waited before it could send at all.
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import * as engine from 'edgebucket';
-import { source } from './helpers.mjs';
+import { source, holdLeaderLock } from './helpers.mjs';
 
 const { sharedPacer } = await source('tabs.js');
 const { Pacer } = await source('pacer.js');
@@ -36,15 +36,7 @@ async function grantsAtOnce(shared) {
 /** The old leader's last word before the lock passes is a heartbeat (`final: false`) or its closing state. */
 async function handover(final) {
   const name = `handover-${final}-${process.pid}`;
-  let stepDown;
-  await new Promise((held) => {
-    navigator.locks.request(`edgebucket:${name}:leader`, () => {
-      held();
-      return new Promise((resolve) => {
-        stepDown = resolve;
-      });
-    });
-  });
+  const stepDown = await holdLeaderLock(name);
   const next = sharedPacer(name, makePacer);
   const channel = new BroadcastChannel(`edgebucket:${name}`);
   channel.postMessage({ type: 'state', state: knowingPacer().export(), final });

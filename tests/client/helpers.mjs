@@ -18,3 +18,13 @@ export async function devImport(name) {
   const require = createRequire(path.join(repo, 'package.json'));
   return import(pathToFileURL(require.resolve(name)).href);
 }
+
+/**
+ * Takes the lead of the shared pacers named `name` (Node 24: Web Locks), as a leading tab would,
+ * once the lock is held; returns the function that steps down.
+ */
+export function holdLeaderLock(name) {
+  return new Promise((held) => {
+    navigator.locks.request(`edgebucket:${name}:leader`, () => new Promise((stepDown) => held(stepDown)));
+  });
+}
