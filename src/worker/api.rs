@@ -218,6 +218,13 @@ pub fn command(endpoint: &Endpoint, body: &[u8]) -> Result<Command, ApiError> {
 }
 
 fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    // One parse for a good body. (A struct also reads from a JSON array, hence the `{`.)
+    if body.trim_ascii_start().starts_with(b"{") {
+        if let Ok(parsed) = serde_json::from_slice(body) {
+            return Ok(parsed);
+        }
+    }
+    // Which error: read as any JSON first, so that a body that is not JSON says so.
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request("INVALID_JSON", format!("the body is not JSON: {e}")))?;
     if !value.is_object() {
