@@ -87,7 +87,7 @@ pub struct StoreOptions {
     pub idle_grace: Duration,
     /// The most bytes of keys held, removed keys' included until compaction reclaims them
     /// (once they outweigh the live keys' bytes, or, when a new key finds the space full, once
-    /// they are an eighth of the bytes held and could hold it), rounded up to whole 64 KiB chunks:
+    /// they are an eighth of the bytes held), rounded up to whole 64 KiB chunks:
     /// from 64 KiB to [`KEY_SPACE_BYTES`] (4 GiB, the default). A key never spans two chunks, so
     /// long keys leave chunk tails unused (up to half the space for keys just over 32 KiB). Past
     /// it, unless dropping expired keys makes room, a new key is refused with [`Error::KeySpaceFull`]
@@ -431,7 +431,7 @@ impl BucketStore {
         if !self.keys.has_room(len) && self.refused_for_room.is_multiple_of(slots / 8 + 1) {
             self.drop_expired_for_room(len, now);
         }
-        if !self.keys.has_room(len) && self.keys.worth_compacting_for(len) {
+        if !self.keys.has_room(len) && self.keys.worth_compacting() {
             self.compact_keys();
         }
         if self.keys.has_room(len) {
@@ -442,16 +442,19 @@ impl BucketStore {
         }
     }
 
-    /// Drops the expired keys if their bytes would make compaction worth it for a key of `len`
-    /// bytes (see [`KeyArena::worth_compacting_for`]), and only then: held, an expired key is
-    /// answered as a fresh bucket would be, but dropped without making room it would meet the same
-    /// full space on its next access and be refused.
+    /// Drops the expired keys if that makes compaction worth it (see
+    /// [`KeyArena::worth_compacting`]) and the compacted keys then leave room for a key of `len`
+    /// bytes, and only then: held, an expired key is answered as a fresh bucket would be, but
+    /// dropped without making room it would meet the same full space on its next access and be
+    /// refused.
     fn drop_expired_for_room(&mut self, len: usize, now: i64) {
-        let expired: Vec<u32> = (0..self.slots.high_water())
-            .filter(|&id| self.slots.get(id).is_live() && self.is_expired(id, now))
-            .collect();
-        let bytes = expired.iter().map(|&id| usize::from(self.slots.get(id).key_len)).sum();
-        if self.keys.worth_compacting_after_release(bytes, len) {
+        let (expired, kept): (Vec<u32>, Vec<u32>) =
+            self.live_in_arena_order().into_iter().partition(|&id| self.is_expired(id, now));
+        let key_len = |id: &u32| usize::from(self.slots.get(*id).key_len);
+        let freed = expired.iter().map(key_len).sum();
+        if self.keys.worth_compacting_after_release(freed)
+            && self.keys.fits_after_compacting(kept.iter().map(key_len), len)
+        {
             for id in expired {
                 self.remove_slot(id);
             }
@@ -521,16 +524,22 @@ impl BucketStore {
     /// In the keys' arena order, not slot order (slot ids are reused): only then does a key
     /// never move later, which lets compaction work in place (see [`key_arena::Compaction`]).
     fn compact_keys(&mut self) {
-        let slots = &self.slots;
-        let mut live: Vec<u32> = (0..slots.high_water()).filter(|&id| slots.get(id).is_live()).collect();
-        // By position, then length: an empty key shares its position with the key inserted
-        // after it, and moved after that key it could need a chunk of its own.
-        live.sort_unstable_by_key(|&id| (slots.get(id).key, slots.get(id).key_len));
+        let live = self.live_in_arena_order();
         let mut compaction = self.keys.compaction();
         for id in live {
             let slot = self.slots.get_mut(id);
             slot.key = compaction.relocate(slot.key, slot.key_len);
         }
+    }
+
+    /// The live slots in the order compaction visits their keys: by position, then length. An
+    /// empty key shares its position with the key inserted after it, and moved after that key
+    /// it could need a chunk of its own.
+    fn live_in_arena_order(&self) -> Vec<u32> {
+        let slots = &self.slots;
+        let mut live: Vec<u32> = (0..slots.high_water()).filter(|&id| slots.get(id).is_live()).collect();
+        live.sort_unstable_by_key(|&id| (slots.get(id).key, slots.get(id).key_len));
+        live
     }
 
     // --- expiry and eviction ---
@@ -817,8 +826,8 @@ mod tests {
         store.try_consume(&big(b'a'), 1, 0).unwrap(); // full again at 1 s
         store.try_consume(&big(b'b'), 5, 0).unwrap(); // full again at 5 s
         store.try_consume(&big(b'c'), 5, 0).unwrap();
-        // At 2 s only a is expired. Its 21,000 bytes could not hold 30,000: it is kept, since
-        // dropped it would be refused itself on its next access.
+        // At 2 s only a is expired. Without it b and c leave 23,536 bytes, too few for 30,000:
+        // it is kept, since dropped it would be refused itself on its next access.
         let refused = store.try_consume(&vec![b'e'; 30_000], 1, 2 * SEC);
         assert_eq!(refused.unwrap_err().code(), "KEY_SPACE_FULL");
         assert!(store.contains_key(&big(b'a')), "still held");
@@ -826,6 +835,38 @@ mod tests {
         assert_eq!(store.try_consume(&big(b'd'), 1, 2 * SEC), Ok(Some(true)));
         assert!(!store.contains_key(&big(b'a')));
         assert_eq!(store.get_available_tokens(&big(b'b'), 2 * SEC), Ok(Some(7)));
+    }
+
+    #[test]
+    fn expired_keys_are_kept_when_the_chunk_tails_left_would_not_take_the_new_key() {
+        let mut store = bounded(2 * 65_536);
+        let key = |c: u8, len: usize| vec![c; len];
+        store.try_consume(&key(b'a', 30_000), 1, 0).unwrap(); // chunk 0; full again at 1 s
+        store.try_consume(&key(b'b', 35_000), 5, 0).unwrap(); // chunk 0; full again at 5 s
+        store.try_consume(&key(b'c', 35_000), 5, 0).unwrap(); // chunk 1
+        store.try_consume(&key(b'd', 30_000), 1, 0).unwrap(); // chunk 1; full again at 1 s
+
+        // At 2 s a and d are expired, 60,000 bytes, but b and c take a chunk each however they
+        // are packed: 40,000 would not fit in either tail.
+        let refused = store.try_consume(&key(b'n', 40_000), 1, 2 * SEC);
+        assert_eq!(refused.unwrap_err().code(), "KEY_SPACE_FULL");
+        assert_eq!(store.len(), 4, "nothing changed");
+        assert_eq!(store.try_consume(&key(b'd', 30_000), 1, 2 * SEC), Ok(Some(true)), "d is still answered");
+        // At 3 s d is full again: without a and d, 30,000 fits in the tail after c.
+        assert_eq!(store.try_consume(&key(b'm', 30_000), 1, 3 * SEC), Ok(Some(true)));
+        assert!(!store.contains_key(&key(b'a', 30_000)));
+    }
+
+    #[test]
+    fn removed_keys_are_reclaimed_for_a_new_key_once_they_are_an_eighth_of_the_space_held() {
+        let mut store = bounded(65_536);
+        let key = |c: u8| vec![c; 8_000];
+        for c in b'0'..b'8' {
+            store.try_consume(&key(c), 1, 0).unwrap(); // 64,000 bytes
+        }
+        store.remove(&key(b'0')); // an eighth, fewer bytes than the new key
+                                  // 56,000 + 9,000 fit once the removed bytes are reclaimed.
+        assert_eq!(store.try_consume(&[b'x'; 9_000], 1, 0), Ok(Some(true)));
     }
 
     #[test]

@@ -68,9 +68,7 @@ impl KeyArena {
     }
 
     fn last_fits(&self, len: usize) -> bool {
-        // The offset must fit in 16 bits: a chunk that is exactly full takes no key, not even an
-        // empty one (its offset would be CHUNK_BYTES, which reads as the next chunk).
-        self.chunks.last().is_some_and(|c| c.len() < CHUNK_BYTES && c.len() + len <= CHUNK_BYTES)
+        self.chunks.last().is_some_and(|c| fits_at(c.len(), len))
     }
 
     /// Copies `key` (at most [`MAX_KEY_BYTES`]) in and returns where it went. The caller checks
@@ -106,18 +104,34 @@ impl KeyArena {
         self.garbage > CHUNK_BYTES && self.garbage > self.live
     }
 
-    /// Whether compacting a full arena for a key of `len` bytes is worth its cost: the garbage
-    /// could hold the key and is at least an eighth of the bytes used. Compaction copies every
-    /// live key, so a full arena must not compact for every byte freed: with this bound each
-    /// byte removed pays for at most eight bytes copied.
-    pub(crate) fn worth_compacting_for(&self, len: usize) -> bool {
-        self.worth_compacting_after_release(0, len)
+    /// Whether compacting a full arena is worth its cost: the garbage is at least an eighth of
+    /// the bytes used. Compaction copies every live key, so a full arena must not compact for
+    /// every byte freed: with this bound each byte removed pays for at most eight bytes copied.
+    /// Whether the key that found the arena full then fits is not asked: that depends on the
+    /// chunk tails the compacted keys leave, and the compaction is paid for either way.
+    pub(crate) fn worth_compacting(&self) -> bool {
+        self.worth_compacting_after_release(0)
     }
 
-    /// [`KeyArena::worth_compacting_for`] once `freed` more live bytes are released.
-    pub(crate) fn worth_compacting_after_release(&self, freed: usize, len: usize) -> bool {
+    /// [`KeyArena::worth_compacting`] once `freed` more live bytes are released.
+    pub(crate) fn worth_compacting_after_release(&self, freed: usize) -> bool {
         let garbage = self.garbage + freed;
-        garbage > 0 && garbage >= len && garbage >= (self.live + self.garbage) / 8
+        garbage > 0 && garbage >= (self.live + self.garbage) / 8
+    }
+
+    /// Whether a key of `len` bytes would fit once the live keys of `lens` (in arena order,
+    /// each one's length) alone are compacted: the layout [`Compaction`] would leave, worked out
+    /// without moving a byte.
+    pub(crate) fn fits_after_compacting(&self, lens: impl Iterator<Item = usize>, len: usize) -> bool {
+        let (mut chunks, mut offset) = (0, CHUNK_BYTES); // no chunk yet: the first key opens one
+        for key_len in lens {
+            if !fits_at(offset, key_len) {
+                chunks += 1;
+                offset = 0;
+            }
+            offset += key_len;
+        }
+        (chunks > 0 && fits_at(offset, len)) || chunks < self.max_chunks
     }
 
     /// Starts compacting: the caller passes every live key to [`Compaction::relocate`] in
@@ -150,8 +164,7 @@ impl Compaction<'_> {
     /// Moves the key of `len` bytes at `at` to the cursor and returns its new position.
     pub(crate) fn relocate(&mut self, at: KeyRef, len: u16) -> KeyRef {
         let len = len as usize;
-        // The insertion rule: an exactly full chunk takes no key, not even an empty one.
-        if self.offset >= CHUNK_BYTES || self.offset + len > CHUNK_BYTES {
+        if !fits_at(self.offset, len) {
             self.arena.chunks[self.chunk].truncate(self.offset);
             self.chunk += 1;
             self.offset = 0;
@@ -185,6 +198,13 @@ impl Drop for Compaction<'_> {
         }
         arena.garbage = 0;
     }
+}
+
+/// The insertion rule: whether a key of `len` bytes goes at `offset` of a chunk. The offset must
+/// fit in 16 bits: a chunk that is exactly full takes no key, not even an empty one (its offset
+/// would be CHUNK_BYTES, which reads as the next chunk).
+fn fits_at(offset: usize, len: usize) -> bool {
+    offset < CHUNK_BYTES && offset + len <= CHUNK_BYTES
 }
 
 #[cfg(test)]
@@ -227,16 +247,29 @@ mod tests {
     }
 
     #[test]
-    fn a_full_arena_compacts_for_a_key_only_when_an_eighth_is_garbage() {
+    fn a_full_arena_compacts_only_when_an_eighth_is_garbage() {
         let mut arena = KeyArena::with_max_chunks(2);
         for _ in 0..4 {
             arena.insert(&[1u8; 32_000]);
         }
         arena.release(100);
-        assert!(!arena.worth_compacting_for(10), "100 bytes of 128,000: copying them all is not worth it");
-        arena.release(15_900);
-        assert!(!arena.worth_compacting_for(16_001), "the garbage could not hold the key");
-        assert!(arena.worth_compacting_for(16_000), "an eighth of the bytes used");
+        assert!(!arena.worth_compacting(), "100 bytes of 128,000: copying them all is not worth it");
+        assert!(!arena.worth_compacting_after_release(15_899));
+        assert!(arena.worth_compacting_after_release(15_900), "an eighth of the bytes used");
+    }
+
+    #[test]
+    fn the_layout_after_compacting_counts_chunk_tails() {
+        let two = KeyArena::with_max_chunks(2);
+        let (apart, together) = ([35_000, 35_000], [35_000, 30_536]);
+        assert!(!two.fits_after_compacting(apart.into_iter(), 30_537), "35,000 and 35,000 take a chunk each");
+        assert!(two.fits_after_compacting(apart.into_iter(), 30_536), "in the second chunk's tail");
+        assert!(two.fits_after_compacting(together.into_iter(), MAX_KEY_BYTES), "in a second chunk");
+        assert!(two.fits_after_compacting([35_000, 30_000, 40_000].into_iter(), 25_536), "in the last chunk's tail");
+        assert!(!two.fits_after_compacting([35_000, 30_000, 40_000].into_iter(), 25_537));
+        let one = KeyArena::with_max_chunks(1);
+        assert!(!one.fits_after_compacting([30_000, 35_536].into_iter(), 0), "a full chunk takes no key");
+        assert!(one.fits_after_compacting([].into_iter(), MAX_KEY_BYTES), "an empty arena takes any key");
     }
 
     #[derive(Debug, Clone)]
@@ -245,6 +278,9 @@ mod tests {
         Remove(usize),
         Compact,
     }
+
+    /// Key lengths whose room after a compaction is foreseen.
+    const PROBES: [usize; 6] = [0, 1, 1_000, 30_000, 40_000, MAX_KEY_BYTES];
 
     fn step() -> impl Strategy<Value = Step> {
         let len = prop_oneof![0usize..4, 1usize..40_000, 30_000..=MAX_KEY_BYTES];
@@ -274,6 +310,9 @@ mod tests {
                     Step::Compact => {
                         let chunks = arena.chunk_count();
                         live.sort_unstable_by_key(|&(at, len, _)| (at, len));
+                        let lens = || live.iter().map(|k| usize::from(k.1));
+                        let foreseen: Vec<bool> =
+                            PROBES.iter().map(|&len| arena.fits_after_compacting(lens(), len)).collect();
                         // The reference: the same keys inserted in that order into an empty arena.
                         let mut fresh = arena.emptied();
                         let expected: Vec<KeyRef> = live.iter().map(|&(_, len, fill)| fresh.insert(&content(len, fill))).collect();
@@ -286,6 +325,7 @@ mod tests {
                         prop_assert_eq!(arena.chunk_count(), fresh.chunk_count());
                         prop_assert!(arena.chunk_count() <= chunks);
                         prop_assert_eq!(arena.garbage, 0);
+                        prop_assert_eq!(PROBES.iter().map(|&len| arena.has_room(len)).collect::<Vec<_>>(), foreseen);
                     }
                 }
                 for &(at, len, fill) in &live {
