@@ -38,7 +38,7 @@ export class BucketConfiguration {
   }
 
   static {
-    rawOf = (configuration) => configuration.#raw;
+    rawOf = (configuration) => (#raw in configuration ? configuration.#raw : undefined);
   }
 
   /** Starts building a configuration. */
@@ -125,7 +125,9 @@ export function rawConfiguration(configuration) {
   if (!(configuration instanceof BucketConfiguration)) {
     throw invalidArgument(`expected a BucketConfiguration, got ${describe(configuration)}`);
   }
-  return rawOf(configuration);
+  const held = rawOf(configuration);
+  if (held === undefined) throw invalidArgument('expected a BucketConfiguration, got an object that only inherits from it');
+  return held;
 }
 
 /** Builds a {@link BucketConfiguration}: limits in order. */

@@ -205,7 +205,7 @@ export class BucketStore {
     let configuration;
     try {
       // A copy of a byte key: a supplier that changed the caller's bytes would change the key.
-      configuration = this.#supplier(key instanceof Uint8Array ? key.slice() : key);
+      configuration = this.#supplier(key instanceof Uint8Array ? new Uint8Array(key) : key);
     } finally {
       this.#supplying.pop();
     }

@@ -81,21 +81,26 @@ test('a supplier is called only for new keys', () => {
 });
 
 test("a supplier gets a copy of a byte key: changing it changes nothing", () => {
-  const store = new BucketStore({ configuration: (key) => { key[0] = 9; return limit(2, 1); } });
-  const key = new Uint8Array([1, 2, 3]);
-  assert.equal(store.tryConsume(key, 1), true);
-  assert.deepEqual([...key], [1, 2, 3]);
-  assert.equal(store.has(new Uint8Array([1, 2, 3])), true);
-  assert.equal(store.has(new Uint8Array([9, 2, 3])), false);
-  assert.equal(store.getAvailableTokens(key), 1);
+  // Buffer#slice is a view of the same bytes, not a copy.
+  for (const bytes of [(b) => new Uint8Array(b), (b) => Buffer.from(b)]) {
+    const store = new BucketStore({ configuration: (key) => { key[0] = 9; return limit(2, 1); } });
+    const key = bytes([1, 2, 3]);
+    assert.equal(store.tryConsume(key, 1), true);
+    assert.deepEqual([...key], [1, 2, 3]);
+    assert.equal(store.has(new Uint8Array([1, 2, 3])), true);
+    assert.equal(store.has(new Uint8Array([9, 2, 3])), false);
+    assert.equal(store.getAvailableTokens(key), 1);
+  }
 });
 
 test('a supplier may use the store, and its errors change nothing', () => {
   const store = new BucketStore({ configuration: () => { store.has('x'); return limit(1, 1); } });
   assert.equal(store.tryConsume('k', 1), true);
-  const failing = new BucketStore({ configuration: () => 'not a configuration' });
-  assert.throws(() => failing.tryConsume('k', 1), { code: 'INVALID_ARGUMENT' });
-  assert.equal(failing.size, 0);
+  for (const wrong of ['not a configuration', Object.create(BucketConfiguration.prototype)]) {
+    const failing = new BucketStore({ configuration: () => wrong });
+    assert.throws(() => failing.tryConsume('k', 1), { name: 'EdgeBucketError', code: 'INVALID_ARGUMENT' });
+    assert.equal(failing.size, 0);
+  }
 });
 
 test('idle expiry: a key is dropped once its bucket has been full for the grace', () => {
@@ -277,6 +282,14 @@ test('past maxKeyBytes a new key is refused with KEY_SPACE_FULL and existing key
   assert.equal(store.getAvailableTokens(key('a')), 2);
   assert.equal(store.delete(key('a')), true);
   assert.equal(store.tryConsume(key('c'), 1), true, "a removed key's bytes are reclaimed");
+  store.free();
+});
+
+test("removed keys' bytes are reclaimed for a new key once they are an eighth of the bytes held", () => {
+  const { store } = manual({ configuration: limit(10, 1), maxKeyBytes: 65536 });
+  for (let i = 0; i < 8; i++) store.tryConsume(String(i).repeat(8000), 1); // 64,000 bytes
+  store.delete('0'.repeat(8000)); // an eighth, and fewer bytes than the next key
+  assert.equal(store.tryConsume('x'.repeat(9000), 1), true, '56,000 + 9,000 fit once reclaimed');
   store.free();
 });
 
