@@ -256,7 +256,7 @@ function draft10(get) {
   for (const [value, parameters] of sfList(get('ratelimit')) ?? []) {
     const state = serviceLimitItem(value, parameters);
     if (!state) continue;
-    const policy = limits.find((p) => joins(p, state));
+    const policy = limits.find((p) => sameLimit(p, state)) ?? limits.find((p) => joins(p, state));
     if (policy) {
       if (policy.remaining !== undefined || policy.reset !== undefined) {
         mergeStrictest(policy, stateOf(state)); // two limiters under one name: both hold
@@ -304,7 +304,7 @@ function stateOf({ remaining, reset }) {
 
 /** The least remaining and the latest reset of two reports of one limit. */
 function mergeStrictest(limit, { remaining, reset }) {
-  if (remaining !== undefined) limit.remaining = Math.min(limit.remaining ?? Infinity, remaining);
+  if (remaining !== undefined) limit.remaining = Math.min(limit.remaining ?? Infinity, remaining, limit.quota ?? Infinity);
   if (reset !== undefined) limit.reset = Math.max(limit.reset ?? 0, reset);
 }
 

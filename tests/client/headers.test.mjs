@@ -389,6 +389,7 @@ test('absurd values are clamped to BOUNDS', () => {
   assert.equal(seen.retryAfter, BOUNDS.maxWait);
   // Remaining above the quota is the quota.
   assert.equal(read({ 'ratelimit-policy': '"a";q=10', ratelimit: '"a";r=50' }).limits[0].remaining, 10);
+  assert.equal(read({ 'ratelimit-policy': '"a";q=10', ratelimit: '"a";t=5, "a";r=50' }).limits[0].remaining, 10, 'reported twice');
   // An epoch reset an hour past the bound.
   assert.equal(read({ date: DATE, 'x-ratelimit-reset': String(SERVER_NOW / 1000 + 90_000) }).limits[0].reset, BOUNDS.maxWait);
   // Legacy numbers of any length are clamped, not dropped; two infinite ones leave remaining unknown.
@@ -448,6 +449,12 @@ test('partition keys keep policies of the same name apart', () => {
   assert.deepEqual(seen.limits, [
     limit({ policy: 'user', partitionKey: 'YQ==', quota: 10, window: 1 * S }),
     limit({ policy: 'user', partitionKey: 'Yg==', quota: 10, window: 1 * S, remaining: 4 }),
+  ]);
+  // An item with a partition key joins the policy with that key before one with none.
+  const mixed = read({ 'ratelimit-policy': '"a";q=10;w=60, "a";q=1000;w=60;pk=:eA==:', ratelimit: '"a";r=999;t=60;pk=:eA==:' });
+  assert.deepEqual(mixed.limits, [
+    limit({ policy: 'a', quota: 10, window: 60 * S }),
+    limit({ policy: 'a', partitionKey: 'eA==', quota: 1000, window: 60 * S, remaining: 999, reset: 60 * S }),
   ]);
 });
 
