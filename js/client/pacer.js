@@ -33,6 +33,13 @@ const IDLE_SCOPE_MS = 60_000;
 /** How often idle scopes are looked for, at most. */
 const SWEEP_EVERY_MS = 10_000;
 /**
+ * The deepest debt a limit's bucket takes, in refills of its quota. A quota lowered far below
+ * the units in flight (`q=1` with a megabyte upload out) asks for more; the engine could not
+ * count the wait of a million 30-day windows, and settling forgives what the server refused
+ * anyway. A thousand of the longest windows is 82 years.
+ */
+const MAX_DEBT_REFILLS = 1000;
+/**
  * The most policies a scope keeps, the last seen: names can vary per resource (`RateLimit:
  * "GET /items/123";…`, `X-RateLimit-Resource`), and without a `RateLimit-Policy` listing them
  * all, none is ever known to be lifted; every request would be checked against each.
@@ -223,7 +230,7 @@ export class Pacer {
       origin: scope.origin,
       known: scope.known,
       blockedFor: Math.max(0, scope.blockedUntil - now),
-      policies: [...scope.policies],
+      policies: [...scope.policies.values()],
       learnedRate: scope.learner.rate,
     }));
     return { limits, scopes };
@@ -248,7 +255,7 @@ export class Pacer {
       const scope = this.#scope(saved);
       scope.known = saved.known;
       scope.blockedUntil = Math.max(scope.blockedUntil, now + saved.blockedFor);
-      for (const [policy, partitionKey] of saved.policies) scope.policies.set(policy, partitionKey);
+      for (const [policy, partitionKey] of saved.policies) listPolicy(scope, policy, partitionKey);
       if (saved.learnedRate !== undefined) scope.learner.adopt(saved.learnedRate, { empty: spent });
     }
   }
@@ -369,15 +376,17 @@ export class Pacer {
   /** Learns one limit; whether it said when quota returns (`r` or `t`). */
   #learnLimit(scope, seen, { record, status, retryAfterGiven, resetSlack, now }) {
     if (!PACED_UNITS.has(seen.unit) && seen.unit !== CONCURRENCY_UNIT) return false;
-    scope.policies.delete(seen.policy); // kept in the order last seen
-    scope.policies.set(seen.policy, seen.partitionKey);
-    if (scope.policies.size > MAX_SCOPE_POLICIES) scope.policies.delete(scope.policies.keys().next().value);
+    listPolicy(scope, seen.policy, seen.partitionKey);
     const limit = this.#limit(scope.origin, seen, scope.key);
     limit.unit = seen.unit;
     if (seen.quota !== undefined) limit.quota = seen.quota;
     if (seen.window !== undefined) limit.window = seen.window;
     if (seen.reset !== undefined) learnReset(limit, seen.reset, !BLOCKING_STATUSES.has(status));
-    if (limit.unit === CONCURRENCY_UNIT) return false;
+    if (limit.unit === CONCURRENCY_UNIT) {
+      // A concurrency cap has no bucket: one kept from a rate would be charged against the cap.
+      [limit.bucket, limit.configurationKey] = [null, ''];
+      return false;
+    }
     this.#configure(limit);
     // A 429 naming only `t` (the draft's own example) means nothing remains until then.
     const remaining = seen.remaining ?? (status === 429 && seen.reset !== undefined ? 0 : undefined);
@@ -489,7 +498,7 @@ export class Pacer {
         probe: null,
         blockedUntil: 0,
         lastUsed: this.#now(),
-        policies: new Map(),
+        policies: new Map(), // JSON [policy, partitionKey] -> [policy, partitionKey]; see listPolicy
         learner: this.#newLearner(),
         silent429: false, // a 429 that named no wait was seen: see #learnFrom
       };
@@ -529,7 +538,7 @@ export class Pacer {
 
   #limitsOf(scope) {
     const limits = [];
-    for (const [policy, partitionKey] of scope.policies) {
+    for (const [policy, partitionKey] of scope.policies.values()) {
       const limit = this.#limits.get(limitKey(scope.origin, policy, partitionKey, scope.key));
       if (limit) limits.push(limit);
     }
@@ -538,8 +547,8 @@ export class Pacer {
 
   #forget(ticket, record) {
     if (record) {
-      for (const limit of record.limits) settle(limit, ticket.id);
       this.#tickets.delete(ticket.id);
+      for (const limit of record.limits) settle(limit, ticket.id);
     }
     const scope = this.#scopes.get(ticket.scope);
     if (scope && scope.probe === ticket.id) scope.probe = null;
@@ -594,9 +603,21 @@ export class Pacer {
  * Their limits go with the next sweep once no scope uses them.
  */
 function dropUnlisted(scope, listed) {
-  for (const policy of scope.policies.keys()) {
-    if (!listed.some((limit) => limit.policy === policy)) scope.policies.delete(policy);
+  for (const [key, [policy]] of scope.policies) {
+    if (!listed.some((limit) => limit.policy === policy)) scope.policies.delete(key);
   }
+}
+
+/**
+ * Lists a policy in a scope, last: one entry per name and partition key, since a server may
+ * apply two limits of one name to different partitions. The oldest goes past
+ * MAX_SCOPE_POLICIES.
+ */
+function listPolicy(scope, policy, partitionKey) {
+  const key = JSON.stringify([policy, partitionKey]);
+  scope.policies.delete(key); // kept in the order last seen
+  scope.policies.set(key, [policy, partitionKey]);
+  if (scope.policies.size > MAX_SCOPE_POLICIES) scope.policies.delete(scope.policies.keys().next().value);
 }
 
 /**
@@ -667,7 +688,8 @@ function nanosToWait(bucket, tokens) {
 /** Sets a one-bandwidth bucket to exactly `level` whole tokens (no fraction): full, then a debt. */
 function setLevel(bucket, level, capacity) {
   bucket.reset();
-  if (capacity - level > 0) bucket.consumeIgnoringRateLimits(capacity - level);
+  const taken = Math.min(capacity - level, capacity * MAX_DEBT_REFILLS);
+  if (taken > 0) bucket.consumeIgnoringRateLimits(taken);
 }
 
 /** What identifies a learned limit and its policy, as `snapshot()` and `export()` show it. */

@@ -869,6 +869,56 @@ test('a scope keeps the policies it saw last: names that vary per resource do no
   for (const name of ['GET /items/136', 'GET /items/139', 'GET /items/141']) assert.ok(!kept.includes(name), name);
 });
 
+test('two limits of one name, one with a partition key, are both paced', () => {
+  // The server: "a" 10 per fixed minute, and "a" for partition x 1000 per minute, honest r and t.
+  const { clock, pacer } = setup();
+  const policy = '"a";q=10;w=60, "a";q=1000;w=60;pk=:eA==:';
+  let [used, refused] = [0, 0];
+  for (; clock.t < 120_000; clock.t += 50) {
+    if (clock.t % 60_000 === 0) used = 0;
+    const grant = pacer.acquire(demand());
+    if (!grant.ok) continue;
+    const status = used < 10 ? 200 : 429;
+    if (status === 200) used += 1;
+    else refused += 1;
+    const t = Math.ceil((60_000 - (clock.t % 60_000)) / 1000);
+    const ratelimit = `"a";r=${10 - used};t=${t}, "a";r=${1000 - used};t=${t};pk=:eA==:`;
+    pacer.observe(grant.ticket, status, seen({ 'ratelimit-policy': policy, ratelimit }));
+  }
+  assert.equal(refused, 0, 'the limit without a key was kept'); // 2,380 when one replaced the other
+  assert.deepEqual(pacer.snapshot().limits.map((l) => [l.partitionKey, l.quota]), [['', 10], ['eA==', 1000]]);
+});
+
+test('a quota lowered far below the units in flight neither throws nor wedges the pacer', () => {
+  const { clock, pacer } = setup();
+  const upload = demand({ bytes: 1_000_000 });
+  learn(pacer, { 'ratelimit-policy': '"up";q=1000000;w=1;qu="content-bytes"' }, 200, upload);
+  const out = pacer.acquire(upload);
+  assert.equal(out.ok, true);
+  // A debt of a megabyte at one byte per 30 days: more than the engine could count.
+  pacer.observe(out.ticket, 200, seen({ 'ratelimit-policy': '"up";q=1;w=2592000;qu="content-bytes"' }));
+  assert.equal(pacer.acquire(demand()).ok, true, 'requests without a body are not held');
+  clock.t += 300_001; // past ticketTtl: expired tickets are settled on the next acquire
+  assert.equal(pacer.acquire(demand({ scope: 'other', origin: 'https://other.example' })).ok, true);
+  const grant = pacer.acquire(demand({ bytes: 1 }));
+  assert.ok(!grant.ok && grant.wait <= 2592000 * 1000, `wait ${grant.wait} ms: a byte a window`);
+});
+
+test('a limit that turns into a concurrency cap drops its rate bucket', () => {
+  for (const cap of [100_000, 1_000_000_000]) {
+    const { clock, pacer } = setup();
+    learn(pacer, { 'ratelimit-policy': '"a";q=2;w=60' });
+    const [first, second] = [pacer.acquire(demand()).ticket, pacer.acquire(demand()).ticket];
+    pacer.observe(first, 200, seen({ 'ratelimit-policy': '"a";q=2;w=60', ratelimit: '"a";r=0;t=60' }));
+    // Charged against the cap as its capacity, the old bucket took a debt of the cap, or threw.
+    pacer.observe(second, 200, seen({ 'ratelimit-policy': `"a";q=${cap};qu="concurrent-requests"` }));
+    clock.t += 60_000;
+    learn(pacer, { 'ratelimit-policy': '"a";q=2;w=60' });
+    const grant = pacer.acquire(demand());
+    assert.ok(grant.ok || grant.wait <= 60_000, `cap ${cap}: wait ${grant.wait} ms`);
+  }
+});
+
 test("a scope waiting on the 429 learner's slowest rate is not idle: the rate is kept, not learned again", () => {
   // The most jitter: one request a minute waits 66 s, longer than IDLE_SCOPE_MS.
   const { pacer, clock } = setup({ random: () => 0.9999, jitter: 0.1 });
