@@ -28,7 +28,7 @@ pub struct Effect {
     /// tokens or configuration changed (a refill alone is no change).
     pub changed: bool,
     /// Nanoseconds from now the bucket must still exist, whatever its idle expiry: until a
-    /// refused reservation's retry time (its `waitMs`, or `Retry-After`). That time holds for this bucket's refill schedule
+    /// refused consume's or reservation's retry time (its `waitMs`, or `Retry-After`). That time holds for this bucket's refill schedule
     /// (an interval refill's phase starts at creation), not for a fresh one's, and a reservation
     /// beyond capacity is refused by a full bucket, which idle expiry would otherwise delete
     /// before the retry. 0: nothing promised.
@@ -107,16 +107,18 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
     };
     let held_now = held.as_ref().expect("every command that succeeds leaves a bucket");
     let mut outcome = outcome(held_now, command.cost(), allowed, wait, now)?;
-    let mut promised_nanos = 0;
     if let Command::Reserve { tokens, max_wait_nanos, .. } = command {
         outcome.no_retry_after =
             !allowed && !retry_after_grants(&held_now.bucket, *tokens, *max_wait_nanos, &outcome, now);
-        if !allowed && wait < INFINITY_DURATION {
-            // The client comes back after the body's `waitMs` or at `Retry-After`, the wait
-            // rounded up to a whole second. Counted from the moment the wait names, not from
-            // now: repeated refusals promise the same.
-            promised_nanos = wait.saturating_add(NANOS_PER_SECOND as i64);
-        }
+    }
+    let mut promised_nanos = 0;
+    let names_a_retry = matches!(command, Command::Reserve { .. } | Command::Consume { mode: Mode::Try, .. });
+    if names_a_retry && !allowed && wait < INFINITY_DURATION {
+        // The client comes back after the body's `waitMs` or at `Retry-After`, the wait rounded
+        // up to a whole second, which can pass the bucket's idle expiry when the grace is under
+        // a second: a fresh bucket below capacity would then refuse it again, for ever. Counted
+        // from the moment the wait names, not from now: repeated refusals promise the same.
+        promised_nanos = wait.saturating_add(NANOS_PER_SECOND as i64);
     }
     if existed || changed {
         let keeps_promises = command.is_decision() && version_before == Some(held_now.version);
@@ -549,6 +551,27 @@ mod tests {
         assert!(reserved.changed && reserved.outcome.allowed);
         assert_eq!(reserved.outcome.wait_nanos, 200 * MS);
         assert_eq!((refused.promised_nanos, reserved.promised_nanos), (1_100 * MS, 0));
+    }
+
+    #[test]
+    fn a_refused_consume_keeps_its_bucket_until_its_retry_after_even_with_a_short_grace() {
+        let p = Policies::parse(
+            r#"{"slow": {"idleGrace": "100ms", "bandwidths": [{"capacity": 1, "initialTokens": 0,
+                "refill": {"kind": "greedy", "tokens": 1, "period": "1500ms"}}]}}"#,
+        )
+        .unwrap();
+        let grace = p.get("slow").unwrap().idle_grace;
+        let mut held = None;
+        let try_one = Command::Consume { policy: "slow".into(), tokens: 1, mode: Mode::Try };
+        let refused = apply(&mut held, &try_one, &p, T0).unwrap();
+        let retry_after = super::super::headers::retry_after(&refused.outcome).unwrap();
+        assert_eq!((refused.outcome.wait_nanos, retry_after), (1_500 * MS, 2));
+        let expiry = held.as_ref().unwrap().bucket.idle_expiry_nanos(grace, T0);
+        assert!(expiry < 2_000 * MS, "idle expiry alone would delete it before the retry");
+        assert_eq!(refused.promised_nanos, 2_500 * MS, "kept a second past the wait");
+        let estimate = Command::Consume { policy: "slow".into(), tokens: 1, mode: Mode::Estimate };
+        assert_eq!(apply(&mut held, &estimate, &p, T0).unwrap().promised_nanos, 0, "an estimate keeps nothing");
+        assert!(apply(&mut held, &try_one, &p, T0 + 2_000 * MS).unwrap().outcome.allowed);
     }
 
     #[test]

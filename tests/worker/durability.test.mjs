@@ -183,6 +183,22 @@ test('an idle bucket is deleted by its alarm once full plus the grace; a busy on
   }
 });
 
+test('a client that waits as Retry-After says is admitted, with a grace shorter than its rounding', async () => {
+  // No token at first, one per 1.5 s, grace 100 ms: full, and idle, 1.6 s after the refusal;
+  // Retry-After says 2 s. Deleted by then, the bucket would be fresh and refuse again, for ever.
+  const slow = { idleGrace: '100ms', bandwidths: [{ id: 'b', capacity: 1, initialTokens: 0, refill: { kind: 'greedy', tokens: 1, period: '1500ms' } }] };
+  const w = await start({ vars: { POLICIES: { slow } } });
+  try {
+    const refused = await w.call('/v1/buckets/client/consume', post({ policy: 'slow' }));
+    assert.deepEqual([refused.status, refused.headers.get('retry-after')], [429, '2']);
+    await sleep(2000);
+    const retried = await w.call('/v1/buckets/client/consume', post({ policy: 'slow' }));
+    assert.equal(retried.status, 200, 'admitted at the time Retry-After named');
+  } finally {
+    await w.stop();
+  }
+});
+
 test('an alarm that fires before a later deadline sets itself again: a bucket that went into debt is kept', async () => {
   const vars = { POLICIES: { fast: { idleGrace: '500ms', bandwidths: [greedy('b', 10, 10, '1s')] } } };
   const w = await start({ vars });
