@@ -448,16 +448,19 @@ impl BucketStore {
     /// dropped without making room it would meet the same full space on its next access and be
     /// refused.
     fn drop_expired_for_room(&mut self, len: usize, now: i64) {
-        let (expired, kept): (Vec<u32>, Vec<u32>) =
-            self.live_in_arena_order().into_iter().partition(|&id| self.is_expired(id, now));
-        let key_len = |id: &u32| usize::from(self.slots.get(*id).key_len);
-        let freed = expired.iter().map(key_len).sum();
-        if self.keys.worth_compacting_after_release(freed)
-            && self.keys.fits_after_compacting(kept.iter().map(key_len), len)
-        {
+        let slots = &self.slots;
+        let key_len = |id: &u32| usize::from(slots.get(*id).key_len);
+        let expired: Vec<u32> =
+            (0..slots.high_water()).filter(|&id| slots.get(id).is_live() && self.is_expired(id, now)).collect();
+        if !self.keys.worth_compacting_after_release(expired.iter().map(key_len).sum()) {
+            return; // before sorting every key
+        }
+        let kept = self.live_in_arena_order().into_iter().filter(|id| expired.binary_search(id).is_err());
+        if self.keys.fits_after_compacting(kept.map(|id| key_len(&id)), len) {
             for id in expired {
-                self.remove_slot(id);
+                self.release_slot(id); // one compaction below for them all, none in between
             }
+            self.compact_keys();
         }
     }
 
@@ -500,7 +503,16 @@ impl BucketStore {
         Ok(())
     }
 
+    /// Removes slot `id` and its key, compacting the keys once removed ones outweigh them.
     fn remove_slot(&mut self, id: u32) {
+        self.release_slot(id);
+        if self.keys.needs_compaction() {
+            self.compact_keys();
+        }
+    }
+
+    /// Removes slot `id`; its key's bytes stay in the arena as garbage until a compaction.
+    fn release_slot(&mut self, id: u32) {
         let slot = *self.slots.get(id);
         if let Ok(found) = self.index.find_entry(self.hasher.hash(self.keys.get(slot.key, slot.key_len)), |&x| x == id)
         {
@@ -514,9 +526,6 @@ impl BucketStore {
         self.keys.release(slot.key_len);
         self.slots.release(id);
         self.len -= 1;
-        if self.keys.needs_compaction() {
-            self.compact_keys();
-        }
     }
 
     /// Slides the live keys toward the front of the arena, reclaiming removed keys' bytes.
@@ -867,6 +876,110 @@ mod tests {
         store.remove(&key(b'0')); // an eighth, fewer bytes than the new key
                                   // 56,000 + 9,000 fit once the removed bytes are reclaimed.
         assert_eq!(store.try_consume(&[b'x'; 9_000], 1, 0), Ok(Some(true)));
+    }
+
+    /// The room rule, checked against a model: whether a new key gets in is worked out from the
+    /// documented rule before each insertion, and a refusal changes nothing.
+    mod room_for_keys {
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            New(usize, i64, i64), // length, tokens, seconds later
+            Remove(usize),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            let len =
+                prop_oneof![1usize..40, 8_000usize..40_000, 30_000usize..=MAX_KEY_BYTES, 65_530usize..=MAX_KEY_BYTES];
+            prop_oneof![
+                4 => (len, prop_oneof![Just(1i64), Just(9i64)], 0i64..3).prop_map(|(l, t, d)| Op::New(l, t, d)),
+                1 => any::<usize>().prop_map(Op::Remove),
+            ]
+        }
+
+        /// What make_room_for_key should decide, worked out from the spec before it runs.
+        fn expected_fit(store: &BucketStore, len: usize, now: i64) -> bool {
+            if store.keys.has_room(len) {
+                return true;
+            }
+            let hw = store.slots.high_water() as usize;
+            let live = store.live_in_arena_order();
+            let key_len = |id: &u32| usize::from(store.slots.get(*id).key_len);
+            if store.refused_for_room.is_multiple_of(hw / 8 + 1) {
+                let (expired, kept): (Vec<u32>, Vec<u32>) = live.iter().partition(|&&id| store.is_expired(id, now));
+                let freed = expired.iter().map(key_len).sum();
+                if store.keys.worth_compacting_after_release(freed)
+                    && store.keys.fits_after_compacting(kept.iter().map(key_len), len)
+                {
+                    return true;
+                }
+            }
+            store.keys.worth_compacting() && store.keys.fits_after_compacting(live.iter().map(key_len), len)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(200))]
+            #[test]
+            fn a_new_key_gets_in_exactly_when_the_rule_says_and_a_refusal_changes_nothing(ops in prop::collection::vec(op(), 1..40), chunks in 2u64..4) {
+                let mut store = BucketStore::new(StoreOptions { max_keys: 1000, max_key_bytes: chunks * 65_536, ..StoreOptions::default() }).unwrap();
+                store.configure(Some(greedy(10, 1)), 0, TokensInheritanceStrategy::AsIs);
+                let (mut held, mut now, mut next): (Vec<Vec<u8>>, i64, u32) = (vec![], 0, 0);
+                for op in ops {
+                    match op {
+                        Op::New(len, tokens, later) => {
+                            now += later * SEC;
+                            let key: Vec<u8> = next.to_le_bytes().iter().copied().chain(std::iter::repeat(b'x')).take(len).collect();
+                            next += 1;
+                            if store.contains_key(&key) { continue; }
+                            let expect = expected_fit(&store, len, now);
+                            let before = store.len();
+                            let r = store.try_consume(&key, tokens, now);
+                            match r {
+                                Ok(Some(_)) => { prop_assert!(expect, "accepted against the rule"); held.push(key); }
+                                Err(ref e) if e.code() == "KEY_SPACE_FULL" => {
+                                    prop_assert!(!expect, "refused though the rule says it fits");
+                                    prop_assert_eq!(store.len(), before, "a refusal changed the store");
+                                }
+                                other => prop_assert!(false, "{:?}", other),
+                            }
+                            held.retain(|k| store.contains_key(k));
+                        }
+                        Op::Remove(i) if !held.is_empty() => {
+                            let k = held.remove(i % held.len());
+                            store.remove(&k);
+                        }
+                        Op::Remove(_) => {}
+                    }
+                    for k in &held { prop_assert!(store.contains_key(k)); }
+                    prop_assert_eq!(store.len(), held.len());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn expired_keys_dropped_for_a_new_key_make_room_for_it_even_across_several_chunks() {
+        let mut store = bounded(3 * 65_536);
+        let key = |c: u8, len: usize| vec![c; len];
+        // (key, tokens taken at 0: 1 is full again at 1 s, 9 at 9 s)
+        let layout = [
+            (key(b'a', 2), 9),      // kept, chunk 0
+            (key(b'b', 65_534), 1), // expired, fills chunk 0
+            (key(b'c', 65_535), 9), // kept, chunk 1
+            (key(b'd', 1), 1),      // expired, fills chunk 1
+            (key(b'e', 30_003), 1), // expired, chunk 2
+            (key(b'f', 20_000), 9), // kept
+            (key(b'g', 10_000), 1), // expired; chunk 2 holds 60,003
+        ];
+        for (k, n) in &layout {
+            assert_eq!(store.try_consume(k, *n, 0), Ok(Some(true)));
+        }
+        // Without b, d, e, g: a+c, then f alone in chunk 2, 45,536 free: 40,000 fits.
+        let r = store.try_consume(&key(b'n', 40_000), 1, 2 * SEC);
+        let held: Vec<bool> = layout.iter().map(|(k, _)| store.contains_key(k)).collect();
+        assert_eq!((r, held), (Ok(Some(true)), vec![true, false, true, false, false, true, false]));
     }
 
     #[test]
