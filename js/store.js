@@ -205,7 +205,9 @@ export class BucketStore {
     let configuration;
     try {
       // A copy of a byte key: a supplier that changed the caller's bytes would change the key.
-      configuration = this.#supplier(key instanceof Uint8Array ? new Uint8Array(key) : key);
+      // Of the same class (a Buffer stays a Buffer), and a copy even for a Buffer, whose own
+      // `slice` is a view.
+      configuration = this.#supplier(key instanceof Uint8Array ? Uint8Array.prototype.slice.call(key) : key);
     } finally {
       this.#supplying.pop();
     }

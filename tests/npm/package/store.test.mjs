@@ -83,14 +83,18 @@ test('a supplier is called only for new keys', () => {
 test("a supplier gets a copy of a byte key: changing it changes nothing", () => {
   // Buffer#slice is a view of the same bytes, not a copy.
   for (const bytes of [(b) => new Uint8Array(b), (b) => Buffer.from(b)]) {
-    const store = new BucketStore({ configuration: (key) => { key[0] = 9; return limit(2, 1); } });
+    const given = [];
+    const store = new BucketStore({ configuration: (key) => { given.push(key.constructor); key[0] = 9; return limit(2, 1); } });
     const key = bytes([1, 2, 3]);
     assert.equal(store.tryConsume(key, 1), true);
     assert.deepEqual([...key], [1, 2, 3]);
     assert.equal(store.has(new Uint8Array([1, 2, 3])), true);
     assert.equal(store.has(new Uint8Array([9, 2, 3])), false);
     assert.equal(store.getAvailableTokens(key), 1);
+    assert.deepEqual(given, [key.constructor], 'of the same class');
   }
+  const tiers = new BucketStore({ configuration: (key) => limit(key.toString().startsWith('premium:') ? 100 : 1, 1) });
+  assert.equal(tiers.tryConsume(Buffer.from('premium:42'), 5), true, "a Buffer's toString reads its text");
 });
 
 test('a supplier may use the store, and its errors change nothing', () => {
