@@ -298,7 +298,7 @@ export class Pacer {
   #consume(limit, demand, record) {
     const id = record.ticket.id;
     if (limit.unit === CONCURRENCY_UNIT) {
-      limit.inflight.set(id, { mark: 0, cost: 0, overlap: 0 });
+      limit.inflight.set(id, { mark: limit.dispatched, cost: 0, overlap: 0 });
       record.limits.push(limit);
       return;
     }
@@ -598,13 +598,14 @@ export class Pacer {
 }
 
 /**
- * Forgets the policies of `scope` that a response listing all of them no longer names: the server
- * lifted them (a penalty that ended, a renamed policy), and pacing by them would go on for good.
+ * Forgets the policies of `scope` that a response listing all of them no longer names, by name and
+ * partition key: the server lifted them (a penalty that ended, a renamed policy) or moved the
+ * client to another partition, and pacing by them would go on for good.
  * Their limits go with the next sweep once no scope uses them.
  */
 function dropUnlisted(scope, listed) {
-  for (const [key, [policy]] of scope.policies) {
-    if (!listed.some((limit) => limit.policy === policy)) scope.policies.delete(key);
+  for (const [key, [policy, partitionKey]] of scope.policies) {
+    if (!listed.some((limit) => limit.policy === policy && limit.partitionKey === partitionKey)) scope.policies.delete(key);
   }
 }
 

@@ -889,6 +889,38 @@ test('two limits of one name, one with a partition key, are both paced', () => {
   assert.deepEqual(pacer.snapshot().limits.map((l) => [l.partitionKey, l.quota]), [['', 10], ['eA==', 1000]]);
 });
 
+test('a complete listing that names a policy under a new partition key forgets the old key', () => {
+  const { pacer } = setup();
+  const [A, B] = [':QQ==:', ':Qg==:'];
+  learn(pacer, { 'ratelimit-policy': `"p";q=10;w=60;pk=${A}`, ratelimit: `"p";r=9;t=60;pk=${A}` });
+  const [first, second] = [pacer.acquire(demand()).ticket, pacer.acquire(demand()).ticket];
+  pacer.observe(first, 200, seen({ 'ratelimit-policy': `"p";q=10;w=60;pk=${A}`, ratelimit: `"p";r=0;t=600;pk=${A}` }));
+  // The server moves the client to partition B (new credentials, a new address).
+  pacer.observe(second, 200, seen({ 'ratelimit-policy': `"p";q=10;w=60;pk=${B}`, ratelimit: `"p";r=9;t=60;pk=${B}` }));
+  const grant = pacer.acquire(demand());
+  assert.ok(grant.ok, `held by the old key: ${JSON.stringify(grant)}`);
+  assert.deepEqual(pacer.export().scopes[0].policies, [['p', 'Qg==']]);
+});
+
+test('a limit back from a concurrency cap to a rate is charged only what was sent since', () => {
+  const { clock, pacer } = setup();
+  const policy = '"a";q=10;w=60';
+  learn(pacer, { 'ratelimit-policy': policy, ratelimit: '"a";r=9;t=60' });
+  for (let i = 0; i < 600; i++) { // an hour at the server's pace
+    clock.t += 6_000;
+    const grant = pacer.acquire(demand());
+    assert.ok(grant.ok, `request ${i}: ${JSON.stringify(grant)}`);
+    pacer.observe(grant.ticket, 200, seen({ 'ratelimit-policy': policy, ratelimit: '"a";r=9;t=6' }));
+  }
+  clock.t += 6_000;
+  learn(pacer, { 'ratelimit-policy': '"a";q=5;qu="concurrent-requests"' });
+  const capped = pacer.acquire(demand()).ticket;
+  clock.t += 100;
+  pacer.observe(capped, 200, seen({ 'ratelimit-policy': policy, ratelimit: '"a";r=9;t=6' }));
+  const grant = pacer.acquire(demand());
+  assert.ok(grant.ok, `the server says 9 are left; the client waits ${JSON.stringify(grant)}`);
+});
+
 test('a quota lowered far below the units in flight neither throws nor wedges the pacer', () => {
   const { clock, pacer } = setup();
   const upload = demand({ bytes: 1_000_000 });
