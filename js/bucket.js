@@ -1,6 +1,6 @@
 // Bucket4j's Bucket: limits, a clock, and every operation of the core.
 import { invalidArgument, EdgeBucketError } from './errors.js';
-import { raw, describe } from './runtime.js';
+import { raw, describe, isRawBucket } from './runtime.js';
 import { ConfigurationBuilder, rawConfiguration } from './configuration.js';
 import { millisecondClock, nanosecondClock, customClock, readClock } from './clock.js';
 import * as ops from './operations.js';
@@ -29,7 +29,7 @@ export class Bucket {
 
   /** @internal use `Bucket.builder()`. */
   constructor(rawBucket, clock, listener = null) {
-    if (!(rawBucket instanceof raw.RawBucket)) throw invalidArgument('use Bucket.builder() to make a bucket');
+    if (!isRawBucket(rawBucket)) throw invalidArgument('use Bucket.builder() to make a bucket');
     this.#raw = rawBucket;
     this.#clock = clock;
     this.#listener = listener;

@@ -38,7 +38,10 @@ export class BucketConfiguration {
   }
 
   static {
-    rawOf = (configuration) => (#raw in configuration ? configuration.#raw : undefined);
+    // A brand check: unlike `instanceof` it runs no Proxy trap, and an object that only
+    // inherits from the class has no handle.
+    const branded = (value) => typeof value === 'object' && value !== null && #raw in value;
+    rawOf = (configuration) => (branded(configuration) ? configuration.#raw : undefined);
   }
 
   /** Starts building a configuration. */
@@ -65,7 +68,8 @@ export class BucketConfiguration {
 
   /** True when both describe the same limits. */
   equals(other) {
-    return other instanceof BucketConfiguration && this.#raw.equals(other.#raw);
+    const held = rawOf(other);
+    return held !== undefined && this.#raw.equals(held);
   }
 }
 
@@ -122,11 +126,8 @@ function checkPeriods(spec) {
 
 /** The wasm handle of a configuration (internal). */
 export function rawConfiguration(configuration) {
-  if (!(configuration instanceof BucketConfiguration)) {
-    throw invalidArgument(`expected a BucketConfiguration, got ${describe(configuration)}`);
-  }
   const held = rawOf(configuration);
-  if (held === undefined) throw invalidArgument('expected a BucketConfiguration, got an object that only inherits from it');
+  if (held === undefined) throw invalidArgument(`expected a BucketConfiguration, got ${describe(configuration)}`);
   return held;
 }
 

@@ -5,6 +5,11 @@ import { EdgeBucketError, invalidArgument } from './errors.js';
 
 export { raw };
 
+/** Whether `value` is a bucket's wasm handle, which only `Bucket.builder()` makes. */
+export function isRawBucket(value) {
+  return value instanceof raw.RawBucket;
+}
+
 const SLOTS = 16;
 const KEY_BYTES = 65536;
 export const MAX_KEY_BYTES = KEY_BYTES - 1;
@@ -127,13 +132,21 @@ export function writeKey(key) {
     if (read < length || written > MAX_KEY_BYTES) throw keyTooLong(encoder.encode(key).length);
     return written;
   }
-  if (key instanceof Uint8Array) {
-    if (key.length > MAX_KEY_BYTES) throw keyTooLong(key.length);
-    keyBytes.set(key);
-    return key.length;
+  if (typedArrayName.call(key) === 'Uint8Array') {
+    const length = typedArrayLength.call(key);
+    if (length > MAX_KEY_BYTES) throw keyTooLong(length);
+    if (length > 0) keyBytes.set(key); // a detached array reads as empty, and `set` would throw
+    return length;
   }
   throw invalidArgument(`a key must be a string or a Uint8Array, got ${describe(key)}`);
 }
+
+// A byte key is read through the built-in getters, which run none of the caller's code: an
+// overridden `length` would otherwise name the wrong bytes, and a Proxy of a Uint8Array, which
+// passes `instanceof`, fails inside `set`.
+const typedArray = Object.getPrototypeOf(Uint8Array.prototype);
+const typedArrayName = Object.getOwnPropertyDescriptor(typedArray, Symbol.toStringTag).get;
+const typedArrayLength = Object.getOwnPropertyDescriptor(typedArray, 'length').get;
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -250,6 +263,13 @@ export function isOddObject(value) {
 
 export function describe(value) {
   if (value === null) return 'null';
-  if (typeof value === 'object') return value.constructor?.name ?? 'object';
+  if (typeof value === 'object') {
+    try {
+      const name = value.constructor?.name; // the caller's code: a getter, a revoked Proxy
+      return typeof name === 'string' ? name : 'object';
+    } catch {
+      return 'object';
+    }
+  }
   return typeof value === 'string' ? JSON.stringify(value) : `${typeof value} ${String(value)}`;
 }

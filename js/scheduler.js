@@ -2,7 +2,7 @@
 // once, as a debt), so a later request queues behind every earlier one, and the promise settles
 // after the wait by setTimeout: the event loop is never blocked.
 import { EdgeBucketError, invalidArgument, knownOptions } from './errors.js';
-import { durationNanos, describe, exactNumber, I64_MAX } from './runtime.js';
+import { durationNanos, describe, exactNumber, I64_MAX, isRawBucket } from './runtime.js';
 import * as ops from './operations.js';
 import { readClock, readingMillis, heldReading, timeArg } from './clock.js';
 import { after } from './timers.js';
@@ -15,7 +15,9 @@ export class Scheduler {
   #listener;
 
   /** @internal */
-  constructor({ raw, clock, listener }) {
+  constructor(parts) {
+    if (!isRawBucket(parts?.raw)) throw invalidArgument('use bucket.asScheduler() to make a scheduler');
+    const { raw, clock, listener } = parts;
     this.#raw = raw;
     this.#clock = clock;
     this.#listener = listener;

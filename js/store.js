@@ -207,7 +207,7 @@ export class BucketStore {
       // A copy of a byte key: a supplier that changed the caller's bytes would change the key.
       // Of the same class (a Buffer stays a Buffer), and a copy even for a Buffer, whose own
       // `slice` is a view.
-      configuration = this.#supplier(key instanceof Uint8Array ? Uint8Array.prototype.slice.call(key) : key);
+      configuration = this.#supplier(typeof key === 'string' ? key : Uint8Array.prototype.slice.call(key));
     } finally {
       this.#supplying.pop();
     }

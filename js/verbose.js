@@ -1,6 +1,8 @@
 // Bucket4j's VerboseBucket: each result comes with the configuration and diagnostics right
 // after the operation, taken at the same instant.
 import * as ops from './operations.js';
+import { invalidArgument } from './errors.js';
+import { isRawBucket } from './runtime.js';
 import { readClock } from './clock.js';
 import { tellConsumption } from './listener.js';
 
@@ -16,7 +18,9 @@ export class VerboseBucket {
   #listener;
 
   /** @internal */
-  constructor({ raw, clock, listener }) {
+  constructor(parts) {
+    if (!isRawBucket(parts?.raw)) throw invalidArgument('use bucket.asVerbose() to make a verbose view');
+    const { raw, clock, listener } = parts;
     this.#raw = raw;
     this.#clock = clock;
     this.#listener = listener;

@@ -78,7 +78,8 @@ fn reject_unknown_fields(input: &JsValue, parsed: &JsValue, at: &str) -> Result<
             if value.is_undefined() || value.is_null() {
                 continue;
             }
-            if !js_sys::Reflect::has(parsed, &key).unwrap_or(false) {
+            // Its own field: `toString`, `constructor` or JSON's `__proto__` are on every object.
+            if !js_sys::Object::has_own(parsed.unchecked_ref::<js_sys::Object>(), &key) {
                 return Err(format!("unknown field `{name}` in {at}"));
             }
             let inner = js_sys::Reflect::get(parsed, &key).unwrap_or(JsValue::UNDEFINED);

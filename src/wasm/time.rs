@@ -60,7 +60,10 @@ impl Clock {
         let nanos = match units {
             Some(units) if units.abs() <= self.max_units => Some(units * self.nanos_per_unit),
             Some(_) => None,
-            None if value.is_nan() => exchange::given_time(),
+            // Only a time meter's reading (nanoseconds, through `integerArg`, which keeps the
+            // flag true to it) can be a BigInt. A NaN from a built-in clock is an error, whatever
+            // flag another bucket's meter left set.
+            None if value.is_nan() && self.nanos_per_unit == 1 => exchange::given_time(),
             None if self.nanos_per_unit == NANOS_PER_MILLI && value.is_finite() => fractional_millis(value),
             None => None,
         };

@@ -1,7 +1,7 @@
 // Every Bucket operation on a manual clock, against the installed package.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Bucket, BucketConfiguration, EdgeBucketError, TokensInheritanceStrategy, INFINITY_DURATION } from 'edgebucket';
+import { Bucket, BucketConfiguration, EdgeBucketError, TokensInheritanceStrategy, INFINITY_DURATION, VerboseBucket, Scheduler } from 'edgebucket';
 
 const MS = 1_000_000;
 const SEC = 1000 * MS;
@@ -214,6 +214,50 @@ test('a clock that returns nonsense is an error', () => {
   assert.throws(() => fraction.build(), { message: 'the clock gave 1.5: expected whole nanoseconds up to 2^53 (a BigInt beyond)' });
   assert.throws(() => Bucket.builder().withCustomTimeMeter(5), { code: 'INVALID_ARGUMENT' });
   assert.equal(bucket.tryConsume(1), true);
+});
+
+test("misused constructors and hostile arguments get EdgeBucketErrors, not the runtime's TypeErrors", () => {
+  for (const View of [Bucket, VerboseBucket, Scheduler]) {
+    for (const args of [[], [{}], [null], [{ raw: {} }]]) {
+      assert.throws(() => new View(...args), { name: 'EdgeBucketError', code: 'INVALID_ARGUMENT' }, `${View.name}(${args.length})`);
+    }
+  }
+  const bucket = Bucket.builder().addLimit(tenPerSecond).build();
+  const { proxy: revoked, revoke } = Proxy.revocable({}, {});
+  revoke();
+  const hostile = { get constructor() { throw new Error('mine'); } };
+  for (const value of [revoked, hostile]) {
+    assert.throws(() => bucket.tryConsume(value), { code: 'INVALID_ARGUMENT', message: /object/ });
+    assert.throws(() => bucket.replaceConfiguration(value, 'RESET'), { code: 'INVALID_ARGUMENT', message: /expected a BucketConfiguration, got object/ });
+    assert.equal(bucket.getConfiguration().equals(value), false);
+  }
+  assert.equal(bucket.getAvailableTokens(), 10);
+});
+
+test("a built-in clock that reads NaN is an error, never another bucket's BigInt time", () => {
+  const realNow = Date.now;
+  const plain = Bucket.builder().addLimit(tenPerSecond).build();
+  const precise = Bucket.builder().addLimit(tenPerSecond).withNanosecondPrecision().build();
+  // A meter past 2^53 leaves its time in the exchange, flagged, for the calls of its operation.
+  Bucket.builder().addLimit(tenPerSecond).withCustomTimeMeter(() => 2n ** 62n).build().tryConsume(1);
+  Date.now = () => NaN; // fake timers set to an invalid date
+  try {
+    assert.throws(() => plain.tryConsume(1), { code: 'INVALID_ARGUMENT' });
+  } finally {
+    Date.now = realNow;
+  }
+  const realPerformanceNow = performance.now;
+  performance.now = () => NaN;
+  try {
+    assert.throws(() => precise.tryConsume(1), { code: 'INVALID_ARGUMENT' });
+  } finally {
+    performance.now = realPerformanceNow;
+  }
+  for (const bucket of [plain, precise]) {
+    assert.equal(bucket.getAvailableTokens(), 10);
+    assert.ok(bucket.getDiagnostics().nanosToFullRefill === 0, 'not refilled into the next century');
+    assert.equal(bucket.tryConsume(1), true);
+  }
 });
 
 test('a time meter that goes bad after build: every operation throws and changes nothing', async () => {

@@ -164,4 +164,14 @@ test('a configuration is read as serde reads it: fields by name, inherited ones 
   assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 1, refill }], junk: watched([]) }), { message: /unknown field `junk`/ });
   assert.deepEqual(reads, []);
   assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [[10, refill]] }), { message: 'invalid configuration: missing field `capacity`' });
+  // Names every object inherits are unknown fields too.
+  const misspelt = [
+    { bandwidths: [{ capacity: 1, refill: { ...refill, toString: 1 } }] },
+    { bandwidths: [{ capacity: 1, refill, constructor: 'x' }] },
+    { bandwidths: [{ capacity: 1, refill }], valueOf: 0 },
+    JSON.parse('{ "bandwidths": [{ "capacity": 2, "refill": { "kind": "greedy", "tokens": 1, "period": "1s" }, "__proto__": { "initialTokens": 0 } }] }'),
+  ];
+  for (const json of misspelt) {
+    assert.throws(() => BucketConfiguration.fromJSON(json), { code: 'INVALID_CONFIGURATION', message: /unknown field `(toString|constructor|valueOf|__proto__)`/ });
+  }
 });

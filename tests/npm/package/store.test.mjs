@@ -36,6 +36,22 @@ test('keys are UTF-8 bytes: strings and Uint8Arrays meet', () => {
   assert.ok(store.has('héllo') && store.delete('héllo') && !store.has('héllo') && !store.delete('héllo'));
 });
 
+test("a byte key is its bytes, whatever its own properties say; a look-alike is refused", () => {
+  const { store } = manual({ configuration: limit(2, 1) });
+  class Short extends Uint8Array {
+    get length() { return 1; }
+  }
+  assert.equal(store.tryConsume(new Short([7, 8, 9]), 1), true);
+  assert.ok(store.has(new Uint8Array([7, 8, 9])) && !store.has(new Uint8Array([7])));
+  const { proxy, revoke } = Proxy.revocable(new Uint8Array([1]), {});
+  revoke();
+  for (const key of [new Proxy(new Uint8Array([1]), {}), Object.create(Uint8Array.prototype), proxy]) {
+    assert.throws(() => store.tryConsume(key, 1), { name: 'EdgeBucketError', code: 'INVALID_ARGUMENT' });
+    assert.throws(() => store.has(key), { name: 'EdgeBucketError', code: 'INVALID_ARGUMENT' });
+  }
+  assert.equal(store.size, 1);
+});
+
 test('string keys of every length and script are their UTF-8 bytes', () => {
   const { store } = manual({ configuration: limit(9, 1) });
   const keys = [
