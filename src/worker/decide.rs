@@ -28,7 +28,7 @@ pub struct Effect {
     /// tokens or configuration changed (a refill alone is no change).
     pub changed: bool,
     /// Nanoseconds from now the bucket must still exist, whatever its idle expiry: until a
-    /// refused consume's or reservation's retry time (its `waitMs`, or `Retry-After`). That time holds for this bucket's refill schedule
+    /// refused reservation's retry time (its `waitMs`, or `Retry-After`). That time holds for this bucket's refill schedule
     /// (an interval refill's phase starts at creation), not for a fresh one's, and a reservation
     /// beyond capacity is refused by a full bucket, which idle expiry would otherwise delete
     /// before the retry. 0: nothing promised.
@@ -66,6 +66,16 @@ impl Held {
         let decoded = codec::decode(bytes)?;
         Ok(Held { bucket: decoded.bucket, policy, version: decoded.configuration_version.unwrap_or(0) })
     }
+}
+
+/// How long a bucket is kept once full (and holding its initial tokens) under a policy's grace:
+/// a second more. A refused consume's `Retry-After` rounds its wait up to a whole second, so it
+/// can name a moment up to a second past full refill; without the second, a grace under a
+/// second would delete the bucket before the retry, and a fresh bucket below capacity would
+/// refuse it again, for ever. Kept here rather than promised per refusal, so refusals never
+/// write.
+pub fn idle_keep(grace: std::time::Duration) -> std::time::Duration {
+    grace.saturating_add(std::time::Duration::from_secs(1))
 }
 
 /// Applies `command` (not `Delete`, which is the store's business) at `now` nanoseconds.
@@ -107,18 +117,16 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
     };
     let held_now = held.as_ref().expect("every command that succeeds leaves a bucket");
     let mut outcome = outcome(held_now, command.cost(), allowed, wait, now)?;
+    let mut promised_nanos = 0;
     if let Command::Reserve { tokens, max_wait_nanos, .. } = command {
         outcome.no_retry_after =
             !allowed && !retry_after_grants(&held_now.bucket, *tokens, *max_wait_nanos, &outcome, now);
-    }
-    let mut promised_nanos = 0;
-    let names_a_retry = matches!(command, Command::Reserve { .. } | Command::Consume { mode: Mode::Try, .. });
-    if names_a_retry && !allowed && wait < INFINITY_DURATION {
-        // The client comes back after the body's `waitMs` or at `Retry-After`, the wait rounded
-        // up to a whole second, which can pass the bucket's idle expiry when the grace is under
-        // a second: a fresh bucket below capacity would then refuse it again, for ever. Counted
-        // from the moment the wait names, not from now: repeated refusals promise the same.
-        promised_nanos = wait.saturating_add(NANOS_PER_SECOND as i64);
+        if !allowed && wait < INFINITY_DURATION {
+            // The client comes back after the body's `waitMs` or at `Retry-After`, the wait
+            // rounded up to a whole second. Counted from the moment the wait names, not from
+            // now: repeated refusals promise the same.
+            promised_nanos = wait.saturating_add(NANOS_PER_SECOND as i64);
+        }
     }
     if existed || changed {
         let keeps_promises = command.is_decision() && version_before == Some(held_now.version);
@@ -554,24 +562,39 @@ mod tests {
     }
 
     #[test]
-    fn a_refused_consume_keeps_its_bucket_until_its_retry_after_even_with_a_short_grace() {
-        let p = Policies::parse(
-            r#"{"slow": {"idleGrace": "100ms", "bandwidths": [{"capacity": 1, "initialTokens": 0,
-                "refill": {"kind": "greedy", "tokens": 1, "period": "1500ms"}}]}}"#,
-        )
-        .unwrap();
-        let grace = p.get("slow").unwrap().idle_grace;
-        let mut held = None;
-        let try_one = Command::Consume { policy: "slow".into(), tokens: 1, mode: Mode::Try };
-        let refused = apply(&mut held, &try_one, &p, T0).unwrap();
-        let retry_after = super::super::headers::retry_after(&refused.outcome).unwrap();
-        assert_eq!((refused.outcome.wait_nanos, retry_after), (1_500 * MS, 2));
-        let expiry = held.as_ref().unwrap().bucket.idle_expiry_nanos(grace, T0);
-        assert!(expiry < 2_000 * MS, "idle expiry alone would delete it before the retry");
-        assert_eq!(refused.promised_nanos, 2_500 * MS, "kept a second past the wait");
-        let estimate = Command::Consume { policy: "slow".into(), tokens: 1, mode: Mode::Estimate };
-        assert_eq!(apply(&mut held, &estimate, &p, T0).unwrap().promised_nanos, 0, "an estimate keeps nothing");
-        assert!(apply(&mut held, &try_one, &p, T0 + 2_000 * MS).unwrap().outcome.allowed);
+    fn a_refused_consume_names_a_retry_before_its_bucket_may_be_deleted_and_writes_nothing() {
+        const SEC: i64 = 1_000 * MS;
+        let grace = r#""idleGrace": "100ms""#;
+        let policies = [
+            r#"[{"capacity": 1, "initialTokens": 0, "refill": {"kind": "greedy", "tokens": 1, "period": "1001ms"}}]"#,
+            r#"[{"capacity": 1, "initialTokens": 0, "refill": {"kind": "greedy", "tokens": 1, "period": "1500ms"}}]"#,
+            r#"[{"capacity": 3, "refill": {"kind": "intervally", "tokens": 3, "period": "2300ms"}},
+                {"capacity": 5, "initialTokens": 1, "refill": {"kind": "greedy", "tokens": 1, "period": "700ms"}}]"#,
+        ];
+        for bandwidths in policies {
+            let p = Policies::parse(&format!(r#"{{"p": {{{grace}, "bandwidths": {bandwidths}}}}}"#)).unwrap();
+            let keep = idle_keep(p.get("p").unwrap().idle_grace);
+            let try_one = Command::Consume { policy: "p".into(), tokens: 1, mode: Mode::Try };
+            let mut held = None;
+            // Written at T0 (created, or a token taken); its deadline is its idle expiry then.
+            let written = apply(&mut held, &try_one, &p, T0).unwrap();
+            assert!(written.changed);
+            let deadline = T0 + held.as_ref().unwrap().bucket.idle_expiry_nanos(keep, T0);
+            for step in 0..40 {
+                let now = T0 + step * 100 * MS;
+                let mut probe = held.clone();
+                let refused = apply(&mut probe, &try_one, &p, now).unwrap();
+                if refused.outcome.allowed {
+                    continue;
+                }
+                assert_eq!((refused.changed, refused.promised_nanos), (false, 0), "a refusal writes nothing");
+                let retry = now + super::super::headers::retry_after(&refused.outcome).unwrap() as i64 * SEC;
+                assert!(
+                    retry + 100 * MS <= deadline,
+                    "{bandwidths} at +{step}00 ms: retry {retry}, deleted at {deadline}"
+                );
+            }
+        }
     }
 
     #[test]

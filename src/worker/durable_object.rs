@@ -4,8 +4,8 @@
 //! - The bucket is read from SQLite storage once, kept in memory, and decided on at `Date.now()`.
 //! - A decision that changes the bucket writes it (one synchronous SQL statement) before the
 //!   answer leaves: the output gate holds the answer until the write is durable. A decision that
-//!   changes nothing writes nothing, except a refused consume or reservation whose retry time
-//!   lies beyond the bucket's idle deadline, which moves the deadline (see [`decide::Effect`]).
+//!   changes nothing writes nothing, except a refused reservation whose retry time lies beyond
+//!   the bucket's idle deadline, which moves the deadline (see [`decide::Effect`]).
 //! - Decisions never await between reading and writing the bucket, so they are serialized
 //!   without locks.
 //! - The bucket's row: [`bucket_row`](super::bucket_row); the alarm that deletes an idle bucket:
@@ -228,7 +228,7 @@ impl BucketObject {
         let written = {
             let held = self.held.borrow();
             let held = held.as_ref().and_then(Option::as_ref).expect("a changed bucket exists");
-            let expiry = held.bucket.idle_expiry_nanos(grace(settings, held), now);
+            let expiry = held.bucket.idle_expiry_nanos(decide::idle_keep(grace(settings, held)), now);
             let ttl_millis = round_up(expiry, MILLISECOND).unwrap_or(i64::MAX);
             let idle_until = idle_deadline(now, ttl_millis).max(promised_until);
             let sql = self.state.storage().sql();
