@@ -598,14 +598,18 @@ export class Pacer {
 }
 
 /**
- * Forgets the policies of `scope` that a response listing all of them no longer names, by name and
- * partition key: the server lifted them (a penalty that ended, a renamed policy) or moved the
- * client to another partition, and pacing by them would go on for good.
+ * Forgets the policies of `scope` that a response listing all of them no longer names: the server
+ * lifted them (a penalty that ended, a renamed policy) or moved the client to another partition,
+ * and pacing by them would go on for good. A partition key on one side only does not tell
+ * partitions apart, as when `RateLimit` items join policies (headers.js): a listing without keys
+ * (a `RateLimit-Policy` alone) lifts no partition's hold.
  * Their limits go with the next sweep once no scope uses them.
  */
 function dropUnlisted(scope, listed) {
+  const names = (policy, partitionKey) => (limit) =>
+    limit.policy === policy && (limit.partitionKey === partitionKey || !limit.partitionKey || !partitionKey);
   for (const [key, [policy, partitionKey]] of scope.policies) {
-    if (!listed.some((limit) => limit.policy === policy && limit.partitionKey === partitionKey)) scope.policies.delete(key);
+    if (!listed.some(names(policy, partitionKey))) scope.policies.delete(key);
   }
 }
 

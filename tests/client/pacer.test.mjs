@@ -902,6 +902,18 @@ test('a complete listing that names a policy under a new partition key forgets t
   assert.deepEqual(pacer.export().scopes[0].policies, [['p', 'Qg==']]);
 });
 
+test("a listing without partition keys does not lift a partition's hold", () => {
+  const { pacer } = setup();
+  const A = ':QQ==:';
+  // RateLimit items carry the client's partition key and join the policy listed without one.
+  learn(pacer, { 'ratelimit-policy': '"p";q=10;w=60', ratelimit: `"p";r=9;t=60;pk=${A}` });
+  const [first, second] = [pacer.acquire(demand()).ticket, pacer.acquire(demand()).ticket];
+  pacer.observe(first, 200, seen({ 'ratelimit-policy': '"p";q=10;w=60', ratelimit: `"p";r=0;t=600;pk=${A}` }));
+  pacer.observe(second, 200, seen({ 'ratelimit-policy': '"p";q=10;w=60' })); // a 304, say: the policy alone
+  const grant = pacer.acquire(demand());
+  assert.equal(grant.ok, false, `partition A has nothing left for 600 s: ${JSON.stringify(grant)}`);
+});
+
 test('a limit back from a concurrency cap to a rate is charged only what was sent since', () => {
   const { clock, pacer } = setup();
   const policy = '"a";q=10;w=60';
