@@ -124,6 +124,11 @@ function checkPeriods(spec) {
   });
 }
 
+/** Whether `value` is a {@link BucketConfiguration} made by this package (internal). */
+export function isBucketConfiguration(value) {
+  return rawOf(value) !== undefined;
+}
+
 /** The wasm handle of a configuration (internal). */
 export function rawConfiguration(configuration) {
   const held = rawOf(configuration);

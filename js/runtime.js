@@ -135,7 +135,13 @@ export function writeKey(key) {
   if (typedArrayName.call(key) === 'Uint8Array') {
     const length = typedArrayLength.call(key);
     if (length > MAX_KEY_BYTES) throw keyTooLong(length);
-    if (length > 0) keyBytes.set(key); // a detached array reads as empty, and `set` would throw
+    if (length > 0) {
+      keyBytes.set(key);
+    } else if (!copies(key)) {
+      // Not the empty key: a detached array (or a view its resizable buffer no longer covers)
+      // reads as empty.
+      throw invalidArgument('a key must not be a Uint8Array whose buffer was detached or shrunk');
+    }
     return length;
   }
   throw invalidArgument(`a key must be a string or a Uint8Array, got ${describe(key)}`);
@@ -147,6 +153,16 @@ export function writeKey(key) {
 const typedArray = Object.getPrototypeOf(Uint8Array.prototype);
 const typedArrayName = Object.getOwnPropertyDescriptor(typedArray, Symbol.toStringTag).get;
 const typedArrayLength = Object.getOwnPropertyDescriptor(typedArray, 'length').get;
+
+/** Whether `set` takes `bytes`: it refuses an array whose buffer was detached. */
+function copies(bytes) {
+  try {
+    keyBytes.set(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -262,14 +278,14 @@ export function isOddObject(value) {
 }
 
 export function describe(value) {
-  if (value === null) return 'null';
-  if (typeof value === 'object') {
-    try {
-      const name = value.constructor?.name; // the caller's code: a getter, a revoked Proxy
+  try {
+    if (value === null) return 'null';
+    if (typeof value === 'object') {
+      const name = value.constructor?.name;
       return typeof name === 'string' ? name : 'object';
-    } catch {
-      return 'object';
     }
+    return typeof value === 'string' ? JSON.stringify(value) : `${typeof value} ${String(value)}`;
+  } catch {
+    return typeof value; // the caller's code threw: a getter, a toString, a revoked Proxy
   }
-  return typeof value === 'string' ? JSON.stringify(value) : `${typeof value} ${String(value)}`;
 }

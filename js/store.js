@@ -2,7 +2,7 @@
 // idea, local). See src/core/store.rs for the memory layout, expiry and eviction.
 import { invalidArgument, knownOptions, EdgeBucketError } from './errors.js';
 import { raw, writeKey, keyCopy, tokensArg, fail, result, describe, plainDuration, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
-import { BucketConfiguration, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
+import { isBucketConfiguration, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
 import { clockOption, readClock, heldReading, timeArg } from './clock.js';
 import { consumptionProbe, estimationProbe } from './operations.js';
 
@@ -93,7 +93,7 @@ export class BucketStore {
     const known = ['configuration', 'version', 'strategy'];
     const { configuration, version = this.#version, strategy = this.#strategy } = knownOptions(options, known, 'configure');
     const supplied = typeof configuration === 'function';
-    if (!supplied && !(configuration instanceof BucketConfiguration)) {
+    if (!supplied && !isBucketConfiguration(configuration)) {
       throw invalidArgument('configuration must be a BucketConfiguration or a function (key) => BucketConfiguration');
     }
     if (!Number.isSafeInteger(version) || version < 0) {

@@ -44,12 +44,19 @@ test("a byte key is its bytes, whatever its own properties say; a look-alike is 
   assert.equal(store.tryConsume(new Short([7, 8, 9]), 1), true);
   assert.ok(store.has(new Uint8Array([7, 8, 9])) && !store.has(new Uint8Array([7])));
   const { proxy, revoke } = Proxy.revocable(new Uint8Array([1]), {});
+  const fn = Proxy.revocable(() => {}, {});
   revoke();
-  for (const key of [new Proxy(new Uint8Array([1]), {}), Object.create(Uint8Array.prototype), proxy]) {
+  fn.revoke();
+  const detached = new Uint8Array(new ArrayBuffer(4));
+  structuredClone(detached.buffer, { transfer: [detached.buffer] });
+  const lookAlikes = [new Proxy(new Uint8Array([1]), {}), Object.create(Uint8Array.prototype), proxy, fn.proxy, detached];
+  for (const key of lookAlikes) {
     assert.throws(() => store.tryConsume(key, 1), { name: 'EdgeBucketError', code: 'INVALID_ARGUMENT' });
     assert.throws(() => store.has(key), { name: 'EdgeBucketError', code: 'INVALID_ARGUMENT' });
   }
   assert.equal(store.size, 1);
+  assert.equal(store.has(''), false, 'a detached array is not the empty key');
+  assert.throws(() => store.configure({ configuration: proxy }), { name: 'EdgeBucketError', code: 'INVALID_ARGUMENT' });
 });
 
 test('string keys of every length and script are their UTF-8 bytes', () => {
