@@ -600,14 +600,15 @@ export class Pacer {
 /**
  * Forgets the policies of `scope` that a response listing all of them no longer names: the server
  * lifted them (a penalty that ended, a renamed policy) or moved the client to another partition,
- * and pacing by them would go on for good. A partition key on one side only does not tell
- * partitions apart, as when `RateLimit` items join policies (headers.js): a listing without keys
- * (a `RateLimit-Policy` alone) lifts no partition's hold.
+ * and pacing by them would go on for good. Partition keys must match, except that a policy
+ * listed with no key and no state (a `RateLimit-Policy` alone, as on a 304) says nothing about
+ * partitions, and lifts none of its partitions' holds.
  * Their limits go with the next sweep once no scope uses them.
  */
 function dropUnlisted(scope, listed) {
+  const silent = (limit) => !limit.partitionKey && limit.remaining === undefined && limit.reset === undefined;
   const names = (policy, partitionKey) => (limit) =>
-    limit.policy === policy && (limit.partitionKey === partitionKey || !limit.partitionKey || !partitionKey);
+    limit.policy === policy && (limit.partitionKey === partitionKey || silent(limit));
   for (const [key, [policy, partitionKey]] of scope.policies) {
     if (!listed.some(names(policy, partitionKey))) scope.policies.delete(key);
   }

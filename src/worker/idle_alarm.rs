@@ -1,5 +1,6 @@
 //! The object's one alarm, which deletes its bucket once idle for its time to full refill plus
-//! the policy's grace, so idle keys cost nothing. Refill is lazy: there are no refill alarms.
+//! the policy's grace and a second ([`idle_keep`](super::decide::idle_keep)), so idle keys cost
+//! nothing. Refill is lazy: there are no refill alarms.
 //!
 //! One alarm per object instance: when it fires early (the bucket was used since), it is set
 //! again for the new deadline, so a busy bucket costs one alarm write per idle period. A deadline

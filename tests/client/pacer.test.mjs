@@ -914,6 +914,27 @@ test("a listing without partition keys does not lift a partition's hold", () => 
   assert.equal(grant.ok, false, `partition A has nothing left for 600 s: ${JSON.stringify(grant)}`);
 });
 
+test('a move between no partition key and a key forgets the old hold, either way', () => {
+  const B = ':Qg==:';
+  const unkeyed = (r, t) => ({ 'ratelimit-policy': '"p";q=10;w=60', ratelimit: `"p";r=${r};t=${t}` });
+  const keyed = (r, t) => ({ 'ratelimit-policy': `"p";q=10;w=60;pk=${B}`, ratelimit: `"p";r=${r};t=${t};pk=${B}` });
+  for (const [from, to] of [[unkeyed, keyed], [keyed, unkeyed]]) {
+    const { pacer } = setup();
+    learn(pacer, from(9, 60));
+    const [first, second] = [pacer.acquire(demand()).ticket, pacer.acquire(demand()).ticket];
+    pacer.observe(first, 200, seen(from(0, 600)));
+    pacer.observe(second, 200, seen(to(9, 60))); // logged in, or out
+    const grant = pacer.acquire(demand());
+    assert.ok(grant.ok, `held by the old partition: ${JSON.stringify(grant)}`);
+  }
+  // A listing that says nothing of partitions adds its policy; the next keyed one drops it again.
+  const { pacer } = setup();
+  learn(pacer, keyed(9, 60));
+  learn(pacer, { 'ratelimit-policy': '"p";q=10;w=60' });
+  learn(pacer, keyed(8, 60));
+  assert.deepEqual(pacer.export().scopes[0].policies, [['p', 'Qg==']]);
+});
+
 test('a limit back from a concurrency cap to a rate is charged only what was sent since', () => {
   const { clock, pacer } = setup();
   const policy = '"a";q=10;w=60';
