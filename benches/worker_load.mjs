@@ -18,6 +18,7 @@
 import autocannon from 'autocannon';
 import wrangler from 'wrangler';
 import { execFileSync, spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -41,6 +42,14 @@ const CLOCK_TICKS = (() => {
     return 100;
   }
 })();
+
+/**
+ * The native workerd binary, as miniflare finds it (the `workerd` package's default export).
+ * Not node_modules/.bin/workerd: without the package's install script (package.json's
+ * `allowScripts`) that is a Node shim around the binary, whose pid counts none of its CPU and
+ * which, killed, leaves workerd writing into the directory being removed.
+ */
+const WORKERD = createRequire(createRequire(import.meta.url).resolve('miniflare'))('workerd').default;
 
 /** CPU time `pid` has used, in microseconds; null where /proc is missing. */
 function cpuMicros(pid) {
@@ -72,7 +81,7 @@ const main :Workerd.Worker = (
   durableObjectStorage = (localDisk = "objects"),
 );`;
   fs.writeFileSync(path.join(dir, 'config.capnp'), config);
-  const child = spawn(path.join(root, 'node_modules/.bin/workerd'), ['serve', path.join(dir, 'config.capnp')], {
+  const child = spawn(WORKERD, ['serve', path.join(dir, 'config.capnp')], {
     stdio: ['ignore', 'ignore', 'ignore'],
   });
   const exited = new Promise((resolve) => child.on('exit', resolve));
