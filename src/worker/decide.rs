@@ -38,8 +38,9 @@ pub struct Effect {
     /// forward: a bucket that spent its last token before a refill is full again at that
     /// refill, sooner than a retry promised for a later one. A reset or a replacement (explicit,
     /// or implicit by version) may bring it forward, so that a reset bucket full again goes one
-    /// grace (and a second, [`idle_keep`]) later: a promise made before then meets a fresh bucket, whose initial tokens and
-    /// interval phase start at its creation, and which names its own time if it refuses.
+    /// grace (and a second, [`idle_keep`]) later: a promise made before then meets a fresh
+    /// bucket, whose initial tokens and interval phase start at its creation, and which names its
+    /// own time if it refuses.
     pub keeps_promises: bool,
 }
 

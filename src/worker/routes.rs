@@ -14,6 +14,7 @@
 //! a `Bearer` scheme in any case and surrounding spaces are dropped; the key is hashed),
 //! `{"source": "segment", "name": …}` and `{"source": "constant", "value": …}`.
 
+use std::borrow::Cow;
 use std::net::{IpAddr, Ipv6Addr};
 
 use percent_encoding::percent_decode_str;
@@ -300,7 +301,7 @@ pub fn read_path(path: &str) -> PathReading {
     let mut unclear: Option<&str> = None;
     let path = path.strip_prefix(['/', '\\']).unwrap_or(path);
     for raw in path.split(['/', '\\']) {
-        let bytes: Vec<u8> = percent_decode_str(raw).collect();
+        let bytes: Cow<[u8]> = percent_decode_str(raw).into(); // borrowed when nothing is escaped
         match std::str::from_utf8(&bytes) {
             Ok("..") => _ = parts.pop(),
             Ok(".") => {}
@@ -355,13 +356,14 @@ fn climbs(raw: &str, decoded: &[u8]) -> usize {
 /// Whether `raw` has an IIS `%uXXXX` escape (four hex digits): the URL standard leaves it as it
 /// is, IIS reads it as a character. Other stray `%`s (`/files/100%.pdf`) have one reading.
 fn iis_escape(raw: &str) -> bool {
-    let bytes = raw.as_bytes();
-    let escape = |at: usize| {
-        bytes
-            .get(at + 1..at + 6)
-            .is_some_and(|s| matches!(s[0], b'u' | b'U') && s[1..].iter().all(u8::is_ascii_hexdigit))
-    };
-    bytes.iter().enumerate().any(|(at, b)| *b == b'%' && escape(at))
+    raw.match_indices('%').any(|(at, _)| iis_unit(&raw[at + 1..]).is_some())
+}
+
+/// The UTF-16 unit of the IIS escape `uXXXX` that `rest` (what follows a `%`) starts with.
+fn iis_unit(rest: &str) -> Option<u32> {
+    let hex = rest.get(..5)?.strip_prefix(['u', 'U'])?;
+    // Checked first: `from_str_radix` would also take a sign (`%u+02e`).
+    hex.bytes().all(|b| b.is_ascii_hexdigit()).then(|| u32::from_str_radix(hex, 16).ok())?
 }
 
 /// `raw` percent-decoded as IIS does, `%uXXXX` (a UTF-16 unit; a lone surrogate as U+FFFD) too.
@@ -370,12 +372,7 @@ fn iis_decoded(raw: &str) -> Vec<u8> {
     let mut rest = raw;
     while let Some(at) = rest.find('%') {
         text.push_str(&rest[..at]);
-        let unit = rest
-            .get(at + 1..at + 6)
-            .and_then(|s| s.strip_prefix(['u', 'U']))
-            .filter(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()))
-            .and_then(|hex| u32::from_str_radix(hex, 16).ok());
-        match unit {
+        match iis_unit(&rest[at + 1..]) {
             Some(unit) => {
                 text.push(char::from_u32(unit).unwrap_or(char::REPLACEMENT_CHARACTER));
                 rest = &rest[at + 6..];
