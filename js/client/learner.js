@@ -101,22 +101,32 @@ export class Learner {
     if (charged !== null && charged === this.bucket && grantedAt > this.#lastEmptied) charged.addTokens(1);
   }
 
-  /** Starts from a rate another context learned; `empty`: its bucket may have been spent there. */
-  adopt(rate, { empty = false } = {}) {
+  /** Whole tokens in the bucket (negative in debt), or undefined before the first 429. */
+  get level() {
+    return this.bucket === null ? undefined : Number(this.bucket.getAvailableTokens());
+  }
+
+  /**
+   * Starts from a rate another context learned, with its bucket's `level` (none: empty, as from
+   * a version that did not send it; a debt counts as empty); `empty`: its bucket may have been
+   * spent there since.
+   */
+  adopt(rate, { empty = false, level = 0 } = {}) {
     if (!(typeof rate === 'number' && rate > 0)) return;
     this.#setRate(rate);
-    if (empty) this.#drain();
+    this.#lowerTo(empty || !(level > 0) ? 0 : Math.floor(level));
   }
 
   /** The server has just said it is empty. */
   #empty(now) {
     this.#lastEmptied = now;
-    this.#drain();
+    this.#lowerTo(0);
   }
 
-  #drain() {
-    const available = Number(this.bucket.getAvailableTokens());
-    if (available > 0) this.bucket.consumeIgnoringRateLimits(available);
+  /** Takes tokens until at most `level` are left. */
+  #lowerTo(level) {
+    const extra = Number(this.bucket.getAvailableTokens()) - level;
+    if (extra > 0) this.bucket.consumeIgnoringRateLimits(extra);
   }
 
   /** Successes per second over the last `over` ms, or since the oldest one remembered if all remembered are in it. */

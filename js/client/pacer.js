@@ -206,6 +206,7 @@ export class Pacer {
       scope: scope.key,
       blockedFor: Math.max(0, scope.blockedUntil - now),
       learnedRate: scope.learner.rate,
+      learnedLevel: scope.learner.level,
     }));
     return { limits, scopes };
   }
@@ -232,6 +233,7 @@ export class Pacer {
       blockedFor: Math.max(0, scope.blockedUntil - now),
       policies: [...scope.policies.values()],
       learnedRate: scope.learner.rate,
+      learnedLevel: scope.learner.level,
     }));
     return { limits, scopes };
   }
@@ -256,7 +258,7 @@ export class Pacer {
       scope.known = saved.known;
       scope.blockedUntil = Math.max(scope.blockedUntil, now + saved.blockedFor);
       for (const [policy, partitionKey] of saved.policies) listPolicy(scope, policy, partitionKey);
-      if (saved.learnedRate !== undefined) scope.learner.adopt(saved.learnedRate, { empty: spent });
+      if (saved.learnedRate !== undefined) scope.learner.adopt(saved.learnedRate, { empty: spent, level: saved.learnedLevel });
     }
   }
 

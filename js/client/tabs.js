@@ -8,14 +8,16 @@
 //   again; a grant that arrives too late is handed back (`refund`), so no token leaks.
 // - Responses go to the leader as `observe`, failures as `release`, grants never used as
 //   `refund`; the leader tells everyone `changed` when a waiting request might now go. A
-//   follower that closes releases the tickets it still holds; a tab that dies holds them until
-//   they expire (the pacer's ticket TTL).
+//   follower that closes releases the tickets it still holds, and for ANSWER_WITHIN keeps
+//   listening to hand back grants to questions it had already asked; a tab that dies holds them
+//   until they expire (the pacer's ticket TTL).
 // - The leader sends its model (`state`) every second and, marked final, when it closes. A new
-//   leader adopts the last one it heard: a final one as it is (levels rounded down); a heartbeat
-//   with every level empty, since the old leader may have granted all it had after sending it
-//   (it crashed, or its final word arrives after the lock: nothing orders the two). With none it
-//   starts empty and probes. Tickets carry the issuing pacer's id, so a new leader never
-//   confuses them with its own.
+//   leader adopts the last one it heard: a final one as it is (levels rounded down), unless
+//   another leader announced itself since (in either order of arrival: it may have spent that
+//   state and died without a word); a heartbeat with every level empty, since the old leader
+//   may have granted all it had after sending it (it crashed, or its final word arrives after
+//   the lock: nothing orders the two). With none it starts empty and probes. Tickets carry the
+//   issuing pacer's id, so a new leader never confuses them with its own.
 // - A follower whose questions have gone unanswered for LEADERLESS_AFTER paces alone until a
 //   leader speaks again: Node 24 never passes the lock of a worker thread that exits or is
 //   terminated to the threads waiting for it, and a browser may freeze a background tab that
@@ -60,7 +62,9 @@ export function sharedPacer(name, makePacer) {
   let stepDown;
   let heartbeat;
   /** The last `state` heard, and whether it was a closing leader's final one. */
-  let inherited = { state: null, final: false };
+  let inherited = { state: null, final: false, from: null };
+  /** The leader last announced (`leader`), to tell whether a final state may have been spent since. */
+  let announced = null;
   /** When the oldest question no leader answered was asked, since a leader last spoke; or null. */
   let unansweredSince = null;
   /** The pacer this context uses while it hears no leader, and the tickets it granted. */
@@ -81,14 +85,17 @@ export function sharedPacer(name, makePacer) {
     .request(`edgebucket:${name}:leader`, () => {
       if (closed) return undefined;
       leader = makePacer();
-      leader.adopt(inherited.state, { spent: !inherited.final });
+      // A final state is its leader's last word, unless another leader took over after it (and
+      // may have spent it, then died without a word of its own).
+      const asItIs = inherited.final && (announced === null || announced === inherited.from);
+      leader.adopt(inherited.state, { spent: !asItIs });
       leader.onChange(() => {
         changed();
         post({ type: 'changed' });
       });
-      post({ type: 'leader' });
+      post({ type: 'leader', from: me });
       changed();
-      heartbeat = setInterval(() => post({ type: 'state', state: leader.export(), final: false }), STATE_EVERY);
+      heartbeat = setInterval(() => post({ type: 'state', state: leader.export(), final: false, from: me }), STATE_EVERY);
       heartbeat.unref?.();
       return new Promise((resolve) => {
         stepDown = resolve;
@@ -117,8 +124,9 @@ export function sharedPacer(name, makePacer) {
         post({ type: 'refund', ticket: data.grant.ticket });
       }
     } else if (data.type === 'state') {
-      inherited = { state: data.state, final: data.final === true };
+      inherited = { state: data.state, final: data.final === true, from: data.from ?? null };
     } else if (data.type === 'changed' || data.type === 'leader') {
+      if (data.type === 'leader') announced = data.from ?? null;
       changed();
     }
   };
@@ -176,7 +184,7 @@ export function sharedPacer(name, makePacer) {
       return leader !== null;
     },
     close() {
-      if (leader !== null) post({ type: 'state', state: leader.export(), final: true });
+      if (leader !== null) post({ type: 'state', state: leader.export(), final: true, from: me });
       // Requests still out will not report back: their tickets must not hold the others.
       for (const ticket of holding.values()) post({ type: 'release', ticket });
       holding.clear();
@@ -186,10 +194,10 @@ export function sharedPacer(name, makePacer) {
       leader = null;
       alone = null;
       aloneTickets.clear();
-      channel.close();
+      closeOnceAnswered(channel, me, new Set(pending.keys()));
       // The lock request stays queued until this context's turn (see above) and holds this
       // closure until then: let go of what it need not keep.
-      inherited = { state: null, final: false };
+      inherited = { state: null, final: false, from: null };
       listeners.clear();
       makePacer = null;
       for (const { resolve, timer } of pending.values()) {
@@ -198,5 +206,27 @@ export function sharedPacer(name, makePacer) {
       }
       pending.clear();
     },
+  };
+}
+
+/**
+ * Closes a closing follower's `channel` once the questions it asked (ids in `unanswered`) are
+ * answered, or after ANSWER_WITHIN, handing back every grant that arrives meanwhile: the leader
+ * would otherwise hold those tickets (a probe, a concurrency slot) until they expire. Best
+ * effort, as for a tab that dies: a grant later than that still waits out its TTL.
+ */
+function closeOnceAnswered(channel, me, unanswered) {
+  if (unanswered.size === 0) {
+    channel.close();
+    return;
+  }
+  const stop = setTimeout(() => channel.close(), ANSWER_WITHIN);
+  stop.unref?.(); // Node: must not keep the process running
+  channel.onmessage = ({ data }) => {
+    if (data?.type !== 'grant' || data.to !== me || !unanswered.delete(data.id)) return;
+    if (data.grant.ok) channel.postMessage({ type: 'refund', ticket: data.grant.ticket });
+    if (unanswered.size > 0) return;
+    clearTimeout(stop);
+    channel.close();
   };
 }

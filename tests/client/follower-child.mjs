@@ -39,8 +39,14 @@ follower.observe(answered.ticket, 200, { limits: [], cached: false });
 await sleep(3500);
 const afterSilence = await follower.acquire(demand); // L.4, still out at close
 await sleep(50);
+// A question still unanswered at close (a component that sends and unmounts at once): its grant,
+// L.5, comes after the close and must be handed back, or the leader would hold it (a probe, a
+// concurrency slot) until it expires.
+delay = 100;
+const unanswered = follower.acquire(demand);
 follower.close();
-await sleep(50);
+const atClose = await unanswered;
+await sleep(200);
 leader.close();
 stepDown();
-console.log(JSON.stringify({ late, granted: granted.ok, timersLeft, afterSilence: afterSilence.ticket?.id, received }));
+console.log(JSON.stringify({ late, granted: granted.ok, timersLeft, afterSilence: afterSilence.ticket?.id, atClose, received }));

@@ -33,13 +33,21 @@ async function grantsAtOnce(shared) {
   return granted;
 }
 
-/** The old leader's last word before the lock passes is a heartbeat (`final: false`) or its closing state. */
-async function handover(final) {
-  const name = `handover-${final}-${process.pid}`;
+/**
+ * The old leader A's last word before the lock passes is a heartbeat (`final: false`) or its
+ * closing state. `later`: another context B announces itself as leader after (`after`) or
+ * before A's last word arrives; B took the lock first, may have spent what A left, and died
+ * without a word of its own, so the lock now passes on.
+ */
+async function handover(final, later = null) {
+  const name = `handover-${final}-${later}-${process.pid}`;
   const stepDown = await holdLeaderLock(name);
   const next = sharedPacer(name, makePacer);
   const channel = new BroadcastChannel(`edgebucket:${name}`);
-  channel.postMessage({ type: 'state', state: knowingPacer().export(), final });
+  channel.postMessage({ type: 'leader', from: 'A' });
+  if (later === 'before') channel.postMessage({ type: 'leader', from: 'B' });
+  channel.postMessage({ type: 'state', state: knowingPacer().export(), final, from: 'A' });
+  if (later === 'after') channel.postMessage({ type: 'leader', from: 'B' });
   await sleep(100); // heard; a heartbeat's leader may then grant all 9 before it dies
   channel.close();
   stepDown();
@@ -52,6 +60,8 @@ async function handover(final) {
 if (isMainThread) {
   const afterHeartbeat = await handover(false);
   const afterFinal = await handover(true);
+  const afterFinalThenLeader = await handover(true, 'after');
+  const afterLeaderThenFinal = await handover(true, 'before');
   // A leading worker thread terminated: Node 24 never passes its lock on.
   const name = `terminated-${process.pid}`;
   const worker = new Worker(new URL(import.meta.url), { workerData: { name } });
@@ -63,7 +73,7 @@ if (isMainThread) {
   const aloneAfter = Date.now() - start;
   const { leading } = follower;
   follower.close();
-  console.log(JSON.stringify({ afterHeartbeat, afterFinal, aloneAfter, leading }));
+  console.log(JSON.stringify({ afterHeartbeat, afterFinal, afterFinalThenLeader, afterLeaderThenFinal, aloneAfter, leading }));
 } else {
   const shared = sharedPacer(workerData.name, makePacer);
   await until(() => shared.leading);

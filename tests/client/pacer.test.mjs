@@ -826,15 +826,22 @@ test("a successor adopting a heartbeat (not its predecessor's last word) starts 
   const final = setup();
   final.pacer.adopt(state);
   assert.equal(drain(final.pacer).tickets.length, 6, 'a final state is taken as it is');
-  // The 429 learner's bucket is emptied the same way.
+  // The 429 learner's bucket is emptied the same way, and a final state hands on its level.
   const learnt = afterASilent429();
-  const rateState = JSON.parse(JSON.stringify(learnt.pacer.export()));
-  const fresh = setup();
-  fresh.pacer.adopt(rateState);
-  assert.equal(fresh.pacer.acquire(demand()).ok, true);
-  const empty = setup();
-  empty.pacer.adopt(rateState, { spent: true });
-  assert.equal(empty.pacer.acquire(demand()).reason, 'learned');
+  const justEmptied = JSON.parse(JSON.stringify(learnt.pacer.export()));
+  learnt.clock.t += 1000; // one a second: a token back
+  const refilled = JSON.parse(JSON.stringify(learnt.pacer.export()));
+  const adopting = (state, options) => {
+    const next = setup();
+    next.pacer.adopt(state, options);
+    return next.pacer.acquire(demand());
+  };
+  assert.equal(adopting(justEmptied).reason, 'learned', 'the server has just said it is empty: no burst after a handover');
+  assert.equal(adopting(refilled).ok, true, 'the level it had');
+  assert.equal(adopting(refilled, { spent: true }).reason, 'learned');
+  const { learnedLevel, ...olderVersion } = refilled.scopes[0];
+  assert.equal(learnedLevel, 1);
+  assert.equal(adopting({ ...refilled, scopes: [olderVersion] }).reason, 'learned', 'no level sent: empty');
 });
 
 test('idle scopes are forgotten with the limits only they used; busy ones are kept', () => {

@@ -8,10 +8,10 @@ import { fileURLToPath } from 'node:url';
 
 const node = process.env.EDGEBUCKET_NODE24;
 
-test('a follower refunds a grant that came too late, asks a silent leader rather than pacing alone, and releases what it holds when it closes', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
+test('a follower refunds a grant that came too late, asks a silent leader rather than pacing alone, and releases what it holds when it closes, grants that come after the close included', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
   const child = spawnSync(node, [fileURLToPath(new URL('./follower-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 15_000 });
   assert.equal(child.status, 0, child.stderr);
-  const { late, granted, timersLeft, afterSilence, received } = JSON.parse(child.stdout);
+  const { late, granted, timersLeft, afterSilence, atClose, received } = JSON.parse(child.stdout);
   assert.equal(timersLeft, 0, 'an answered question clears its timer');
   assert.deepEqual(late, { ok: false, wait: 50, reason: 'leader' }, 'no answer within 250 ms: ask again soon');
   assert.equal(granted, true);
@@ -22,9 +22,12 @@ test('a follower refunds a grant that came too late, asks a silent leader rather
     'acquire',
     'observe L.3',
     'acquire', // after 3.5 s without a heartbeat: asked, not paced alone
+    'acquire', // still unanswered at close
     'release L.2', // still out at close: it will not report back
     'release L.4',
+    'refund L.5', // granted after the close: handed back
   ]);
+  assert.deepEqual(atClose, { ok: false, wait: null, reason: 'closed' }, 'settled at close (Infinity prints as null)');
   assert.equal(afterSilence, 'L.4', 'silence alone does not send a follower off alone');
 });
 
@@ -34,12 +37,15 @@ test('clients of one context share a model by default, except one on a clock of 
   assert.deepEqual(JSON.parse(child.stdout), { first: true, second: false, ownClock: true });
 });
 
-test('leadership changing hands: a heartbeat adopted empty, a final state as it is; a dead thread\'s lock never passed on', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
+test('leadership changing hands: a heartbeat adopted empty, a final state as it is unless a later leader may have spent it; a dead thread\'s lock never passed on', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
   const child = spawnSync(node, [fileURLToPath(new URL('./handover-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 30_000 });
   assert.equal(child.status, 0, child.stderr);
-  const { afterHeartbeat, afterFinal, aloneAfter, leading } = JSON.parse(child.stdout);
+  const { afterHeartbeat, afterFinal, afterFinalThenLeader, afterLeaderThenFinal, aloneAfter, leading } = JSON.parse(child.stdout);
   assert.equal(afterHeartbeat, 0, 'the heartbeat showed 9, which the old leader may have granted since');
   assert.equal(afterFinal, 9, 'a closing leader\'s final state is its last word');
+  // Another leader spoke after it (in either order of arrival): it may have spent the 9 and died.
+  assert.equal(afterFinalThenLeader, 0, 'a final state another leader may have spent is adopted empty');
+  assert.equal(afterLeaderThenFinal, 0, 'the same when the final state arrives after the next leader spoke');
   assert.equal(leading, false, 'Node never passed the terminated thread\'s lock on');
   assert.ok(aloneAfter >= 1500 && aloneAfter < 6000, `paced alone after three missed heartbeats, not never: ${aloneAfter} ms`);
 });
