@@ -25,7 +25,7 @@ const CLIENT_CLAIMS: [&str; 6] =
 ///   API at a path that is the gateway's) is dropped: the origin never sees them.
 /// - Headers the client's `Connection` names, and `Keep-Alive` and `Proxy-Connection`, are for
 ///   the hop to the gateway alone (RFC 9110 §7.6.1) and dropped, but for `Upgrade`, with which
-///   the runtime forwards a WebSocket upgrade.
+///   the runtime forwards a WebSocket upgrade, and the `keyed` header (below).
 /// - A GET or HEAD body (which HTTP gives no meaning and fetch refuses to send) is dropped.
 /// - `Expect` is dropped: the runtime has already answered the client's `100-continue` by reading
 ///   the body, and the runtime's fetch hands back an origin's interim `100 Continue` as its
@@ -45,7 +45,7 @@ pub fn upstream_request(
 ) -> worker::Result<web_sys::Request> {
     let inner = req.raw();
     let headers = web_sys::Headers::new_with_headers(&inner.headers())?;
-    drop_hop_by_hop(&headers)?;
+    drop_hop_by_hop(&headers, keyed)?;
     headers.delete("Host")?;
     headers.delete("Expect")?;
     for name in CLIENT_CLAIMS {
@@ -76,9 +76,12 @@ pub fn upstream_request(
 }
 
 /// Drops the headers that were for one hop alone; see [`upstream_request`].
-fn drop_hop_by_hop(headers: &web_sys::Headers) -> worker::Result<()> {
+fn drop_hop_by_hop(headers: &web_sys::Headers, keyed: Option<&str>) -> worker::Result<()> {
     if let Some(named) = headers.get("Connection")? {
-        for name in hop_by_hop_names(&named) {
+        // The header the bucket was keyed on always reaches the origin: dropped, the origin would
+        // see an anonymous request the gateway admitted under a made-up key.
+        let keyed = |name: &str| keyed.is_some_and(|k| k.eq_ignore_ascii_case(name));
+        for name in hop_by_hop_names(&named).filter(|name| !keyed(name)) {
             // A name the runtime refuses (not a token) names no header it holds either.
             let _ = headers.delete(name);
         }
@@ -125,7 +128,7 @@ pub fn decorated(
     }
     let internal = |error: worker::Error| ApiError::internal(error.to_string());
     let headers = mutable_copy(&worker::Headers(response.headers())).map_err(internal)?;
-    drop_hop_by_hop(&headers.0).map_err(internal)?;
+    drop_hop_by_hop(&headers.0, None).map_err(internal)?;
     if let Some(location) = headers.get("Location").ok().flatten().and_then(|l| relocate(&l)) {
         headers.set("Location", &location).map_err(internal)?;
     }
@@ -203,7 +206,7 @@ pub fn public_location(location: &str, origin: &str, site: &str) -> Option<Strin
     }
     let tail = rest.strip_prefix(base)?;
     let path = tail.split(['?', '#']).next().unwrap_or_default();
-    if path.split('/').any(|segment| matches!(segment, "." | "..")) {
+    if path.split(['/', '\\']).any(is_dot_segment) {
         return None;
     }
     match tail.chars().next() {
@@ -212,6 +215,13 @@ pub fn public_location(location: &str, origin: &str, site: &str) -> Option<Strin
         Some('?' | '#') => Some(format!("{site}/{tail}")),
         Some(_) => None, // `/base2` is not under `/base`
     }
+}
+
+/// Whether the URL parser reads `segment` as `.` or `..`: tabs and newlines dropped, `%2e` (any
+/// case) a dot.
+fn is_dot_segment(segment: &str) -> bool {
+    let plain: String = segment.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
+    matches!(plain.to_ascii_lowercase().replace("%2e", ".").as_str(), "." | "..")
 }
 
 /// `scheme://host[:port]` in lower case, without the scheme's default port.
@@ -261,6 +271,12 @@ mod tests {
         assert_eq!(at("https://api.example/base/../other", based), None, "climbs out of the base path");
         assert_eq!(at("https://api.example/base/a/./b?q=..", based), None);
         assert_eq!(at("https://api.example/base/a?q=/../", based).as_deref(), Some("https://gw.example/a?q=/../"));
+        // The URL parser reads these as `..` too: `%2e` is a dot, `\` a slash, tabs are dropped.
+        for climbing in ["%2e%2e/other", ".%2E/other", "..\\other", ".\t./other", "a/%2E/b"] {
+            let location = format!("https://api.example/base/{climbing}");
+            assert_eq!(public_location(&location, based, "https://gw.example"), None, "{climbing}");
+        }
+        assert_eq!(at("https://api.example/base/%2e%2ex", based).as_deref(), Some("https://gw.example/%2e%2ex"));
     }
 
     #[test]

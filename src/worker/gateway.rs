@@ -47,8 +47,11 @@ pub fn start(req: &Incoming, settings: &Settings, started: f64) -> Step {
     let method = req.method();
     let matching = if cors::is_preflight(req, &method) { Method::Preflight } else { Method::Plain(&method) };
     let reading = routes::read_path(req.path());
-    let (PathReading::Clear(read) | PathReading::Unclear { known: read, .. }) = &reading;
-    if settings.api_prefix.heads(read) {
+    let api_path = match &reading {
+        PathReading::Clear(parts) => settings.api_prefix.heads(parts),
+        PathReading::Unclear { known, .. } => settings.api_prefix.could_head(known),
+    };
+    if api_path {
         let message = format!(
             "this path reads as the service API's ({}) spelled another way; call the API with its plain path",
             settings.api_prefix.as_str()
@@ -84,7 +87,7 @@ pub fn start(req: &Incoming, settings: &Settings, started: f64) -> Step {
 /// A request no route limits: forwarded as it is, or 404 when the gateway is off (no routes).
 fn unlimited(req: &Incoming, settings: &Settings) -> Step {
     if settings.routes.is_empty() {
-        return own(req, settings, respond::problem(&ApiError::not_found(req.path())));
+        return own(req, settings, respond::counted_problem(&ApiError::not_found(req.path())));
     }
     forward(req, settings, Vec::new(), None)
 }

@@ -420,10 +420,19 @@ test('one structured log line per decision, and Prometheus counters', async () =
   assert.deepEqual([estimate.op, estimate.allowed], ['estimate', false]);
   assert.deepEqual([reserved.op, reserved.allowed], ['reserve', true]);
   assert.ok(reserved.waitMs > 350_000 && reserved.waitMs <= 360_000, `a token per 6 minutes: ${reserved.waitMs}`);
-  const r = await w.call('/v1/metrics', admin());
-  assert.equal(r.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8');
-  const text = await r.text();
-  const count = (name) => Number(text.match(new RegExp(`^${name.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm'))?.[1] ?? 0);
+  const metrics = async () => {
+    const r = await w.call('/v1/metrics', admin());
+    assert.equal(r.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8');
+    const text = await r.text();
+    return { text, count: (name) => Number(text.match(new RegExp(`^${name.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm'))?.[1] ?? 0) };
+  };
+  // Every error answer is counted, the gateway's 404 (no routes here) as the API's.
+  const notFound = 'edgebucket_errors_total{code="NOT_FOUND"}';
+  const before = (await metrics()).count(notFound);
+  assert.equal((await w.call('/nowhere')).status, 404);
+  assert.equal((await w.call('/v1/nowhere', admin())).status, 404);
+  const { text, count } = await metrics();
+  assert.equal(count(notFound), before + 2, 'both 404s counted');
   assert.ok(count('edgebucket_decisions_total{policy="one",outcome="allowed"}') >= 1);
   assert.ok(count('edgebucket_decisions_total{policy="one",outcome="rejected"}') >= 1);
   assert.ok(count('edgebucket_decisions_total{policy="one",outcome="estimate"}') >= 1, 'estimates apart');

@@ -273,6 +273,15 @@ test('an API key sent twice reaches the origin as the one value its bucket was k
   assert.equal(o.requests.at(-1).headers['x-api-key'], 'twice, junk');
 });
 
+test('the header a bucket is keyed on reaches the origin even when Connection names it', async () => {
+  // Dropped as hop-by-hop, the origin would see an anonymous request admitted under a made-up key.
+  for (let i = 0; i < 2; i++) {
+    const r = await rawRequest(w.url, `GET /keyed HTTP/1.1\r\nX-API-Key: named-${i}\r\nConnection: close, X-API-Key`);
+    assert.equal(r.status, 200);
+    assert.equal(o.requests.at(-1).headers['x-api-key'], `named-${i}`);
+  }
+});
+
 test("headers the client's Connection names stay with the hop to the gateway; Upgrade is not one of them", async () => {
   const hop = 'Connection: keep-alive, X-Drop\r\nX-Drop: hop\r\nX-Keep: yes\r\nKeep-Alive: timeout=5\r\nProxy-Connection: keep-alive';
   assert.equal((await rawRequest(w.url, `GET /hop HTTP/1.1\r\n${hop}`)).status, 200);
@@ -367,6 +376,26 @@ test('shadow mode forwards what it would reject, marked in a header and the log'
   assert.equal(r.headers.get('ratelimit'), '"w";r=0;t=3600');
   const line = (await w.logged((l) => l.route === '/watched', 2)).at(-1);
   assert.deepEqual([line.allowed, line.shadowRejected], [true, true]);
+});
+
+test("a path some origin reads as the service API's is refused even where no route could match it", async () => {
+  const writes = { pattern: '/items/**', methods: ['POST'], policy: 'writes', key: { source: 'header', name: 'X-User' } };
+  const gateway = await start({ vars: { POLICIES, ROUTES: [writes], ORIGIN: o.url } });
+  try {
+    const before = o.requests.length;
+    // `/v1/metrics` to an origin that splits at %2F; no route takes a GET, so only the prefix refuses it.
+    for (const path of ['/v1%2Fmetrics', '/v1%5Cbuckets/k', '/x/..%2Fv1/metrics']) {
+      const refused = await gateway.call(path);
+      assert.equal(refused.status, 400, path);
+      assert.match((await refused.json()).detail, /service API's \(\/v1\) spelled another way/, path);
+    }
+    assert.equal(o.requests.length, before, 'not forwarded');
+    const passed = await gateway.call('/projects/group%2Fproject');
+    assert.equal(passed.status, 200, 'a first segment that cannot be the prefix passes');
+    assert.equal((await passed.json()).url, '/projects/group%2Fproject');
+  } finally {
+    await gateway.stop();
+  }
 });
 
 test('API_PREFIX moves the service API out of the way of an origin with paths of its own under /v1', async () => {
