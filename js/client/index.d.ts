@@ -199,7 +199,11 @@ export interface PacingClient {
   (input: RequestInfo | URL, init?: RequestInit & { edgebucket?: RequestPacing }): Promise<Response>;
   stats(): ClientStats;
   /** What the client has learned (null in a tab that follows another). */
-  model(): { limits: LimitSnapshot[]; scopes: Array<{ scope: string; blockedFor: number; learnedRate?: number }> } | null;
+  model(): {
+    limits: LimitSnapshot[];
+    /** `learnedRate` (requests/s) and `learnedLevel` (whole tokens) once a header-less 429 taught a rate. */
+    scopes: Array<{ scope: string; blockedFor: number; learnedRate?: number; learnedLevel?: number }>;
+  } | null;
   /** Fails every queued request with `CLOSED` and lets another tab lead. */
   close(): void;
 }

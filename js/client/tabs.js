@@ -12,12 +12,14 @@
 //   listening to hand back grants to questions it had already asked; a tab that dies holds them
 //   until they expire (the pacer's ticket TTL).
 // - The leader sends its model (`state`) every second and, marked final, when it closes. A new
-//   leader adopts the last one it heard: a final one as it is (levels rounded down), unless
-//   another leader announced itself since (in either order of arrival: it may have spent that
-//   state and died without a word); a heartbeat with every level empty, since the old leader
-//   may have granted all it had after sending it (it crashed, or its final word arrives after
-//   the lock: nothing orders the two). With none it starts empty and probes. Tickets carry the
-//   issuing pacer's id, so a new leader never confuses them with its own.
+//   leader adopts the last one it heard: a final one as it is (levels rounded down), unless a
+//   later leader announced itself (it may have spent that state and died without a word); a
+//   heartbeat with every level empty, since the old leader may have granted all it had after
+//   sending it (it crashed, or its final word arrives after the lock: nothing orders the two).
+//   With none it starts empty and probes. "Later" is by epoch, not arrival, since messages from
+//   different senders arrive in any order: each leader takes one more than the highest it heard
+//   and marks its `leader` and `state` messages with it. Tickets carry the issuing pacer's id,
+//   so a new leader never confuses them with its own.
 // - A follower whose questions have gone unanswered for LEADERLESS_AFTER paces alone until a
 //   leader speaks again: Node 24 never passes the lock of a worker thread that exits or is
 //   terminated to the threads waiting for it, and a browser may freeze a background tab that
@@ -62,9 +64,9 @@ export function sharedPacer(name, makePacer) {
   let stepDown;
   let heartbeat;
   /** The last `state` heard, and whether it was a closing leader's final one. */
-  let inherited = { state: null, final: false, from: null };
-  /** The leader last announced (`leader`), to tell whether a final state may have been spent since. */
-  let announced = null;
+  let inherited = { state: null, final: false, epoch: -1 };
+  /** The highest leader epoch heard (or this context's own, while it leads). */
+  let epoch = 0;
   /** When the oldest question no leader answered was asked, since a leader last spoke; or null. */
   let unansweredSince = null;
   /** The pacer this context uses while it hears no leader, and the tickets it granted. */
@@ -85,17 +87,17 @@ export function sharedPacer(name, makePacer) {
     .request(`edgebucket:${name}:leader`, () => {
       if (closed) return undefined;
       leader = makePacer();
-      // A final state is its leader's last word, unless another leader took over after it (and
+      // A final state is its leader's last word, unless a later leader took over after it (and
       // may have spent it, then died without a word of its own).
-      const asItIs = inherited.final && (announced === null || announced === inherited.from);
-      leader.adopt(inherited.state, { spent: !asItIs });
+      leader.adopt(inherited.state, { spent: !(inherited.final && inherited.epoch >= epoch) });
+      epoch += 1;
       leader.onChange(() => {
         changed();
         post({ type: 'changed' });
       });
-      post({ type: 'leader', from: me });
+      post({ type: 'leader', epoch });
       changed();
-      heartbeat = setInterval(() => post({ type: 'state', state: leader.export(), final: false, from: me }), STATE_EVERY);
+      heartbeat = setInterval(() => post({ type: 'state', state: leader.export(), final: false, epoch }), STATE_EVERY);
       heartbeat.unref?.();
       return new Promise((resolve) => {
         stepDown = resolve;
@@ -124,9 +126,12 @@ export function sharedPacer(name, makePacer) {
         post({ type: 'refund', ticket: data.grant.ticket });
       }
     } else if (data.type === 'state') {
-      inherited = { state: data.state, final: data.final === true, from: data.from ?? null };
+      // A state without an epoch (an older version's) is never taken as it is.
+      inherited = { state: data.state, final: data.final === true, epoch: epochOf(data, -1) };
+      epoch = Math.max(epoch, inherited.epoch);
     } else if (data.type === 'changed' || data.type === 'leader') {
-      if (data.type === 'leader') announced = data.from ?? null;
+      // An older version's leader, without an epoch, counts as later than any heard.
+      if (data.type === 'leader') epoch = Math.max(epoch, epochOf(data, epoch + 1));
       changed();
     }
   };
@@ -184,7 +189,8 @@ export function sharedPacer(name, makePacer) {
       return leader !== null;
     },
     close() {
-      if (leader !== null) post({ type: 'state', state: leader.export(), final: true, from: me });
+      if (closed) return; // a second close must not cut the first one's wait for answers short
+      if (leader !== null) post({ type: 'state', state: leader.export(), final: true, epoch });
       // Requests still out will not report back: their tickets must not hold the others.
       for (const ticket of holding.values()) post({ type: 'release', ticket });
       holding.clear();
@@ -197,7 +203,7 @@ export function sharedPacer(name, makePacer) {
       closeOnceAnswered(channel, me, new Set(pending.keys()));
       // The lock request stays queued until this context's turn (see above) and holds this
       // closure until then: let go of what it need not keep.
-      inherited = { state: null, final: false, from: null };
+      inherited = { state: null, final: false, epoch: -1 };
       listeners.clear();
       makePacer = null;
       for (const { resolve, timer } of pending.values()) {
@@ -213,7 +219,8 @@ export function sharedPacer(name, makePacer) {
  * Closes a closing follower's `channel` once the questions it asked (ids in `unanswered`) are
  * answered, or after ANSWER_WITHIN, handing back every grant that arrives meanwhile: the leader
  * would otherwise hold those tickets (a probe, a concurrency slot) until they expire. Best
- * effort, as for a tab that dies: a grant later than that still waits out its TTL.
+ * effort, as for a tab that dies: a grant later than that still waits out its TTL. In Node the
+ * timer keeps the process (or worker thread) alive that long, or it would end before the grant.
  */
 function closeOnceAnswered(channel, me, unanswered) {
   if (unanswered.size === 0) {
@@ -221,7 +228,6 @@ function closeOnceAnswered(channel, me, unanswered) {
     return;
   }
   const stop = setTimeout(() => channel.close(), ANSWER_WITHIN);
-  stop.unref?.(); // Node: must not keep the process running
   channel.onmessage = ({ data }) => {
     if (data?.type !== 'grant' || data.to !== me || !unanswered.delete(data.id)) return;
     if (data.grant.ok) channel.postMessage({ type: 'refund', ticket: data.grant.ticket });
@@ -229,4 +235,9 @@ function closeOnceAnswered(channel, me, unanswered) {
     clearTimeout(stop);
     channel.close();
   };
+}
+
+/** A message's leader epoch, or `otherwise` when it has none (an older version sent it). */
+function epochOf(data, otherwise) {
+  return Number.isSafeInteger(data.epoch) && data.epoch >= 0 ? data.epoch : otherwise;
 }

@@ -71,7 +71,7 @@ impl Clock {
             let expected = if self.nanos_per_unit == NANOS_PER_MILLI {
                 "milliseconds"
             } else {
-                "whole nanoseconds up to 2^53 (a BigInt beyond)"
+                "whole nanoseconds up to 2^53 - 1 (a BigInt beyond)"
             };
             let gave = crate::core::duration::describe_number(value);
             BindingError::InvalidArgument(format!("the clock gave {gave}: expected {expected}"))

@@ -73,13 +73,6 @@ impl ApiPrefix {
         self.segments().all(|segment| parts.next().is_some_and(|part| part == segment))
     }
 
-    /// Whether a path of which only the first segments are `known` (anything may follow, see
-    /// [`PathReading::Unclear`](super::routes::PathReading)) could be read as one under the
-    /// prefix: `known` starts with the prefix's segments, or they start with `known`.
-    pub fn could_head(&self, known: &[String]) -> bool {
-        self.segments().zip(known).all(|(segment, part)| part == segment)
-    }
-
     /// What follows the prefix in `path` (empty, or starting with `/`); `None` when `path` is
     /// not under it.
     fn rest<'p>(&self, path: &'p str) -> Option<&'p str> {
@@ -387,11 +380,6 @@ mod tests {
         let parts = |path: &str| path.split('/').map(str::to_owned).collect::<Vec<_>>();
         assert!(moved.heads(&parts("edgebucket/v1")) && moved.heads(&parts("edgebucket/v1/buckets")));
         assert!(!moved.heads(&parts("edgebucket")) && !moved.heads(&parts("edgebucket/v2/x")));
-        // Only the first segments known, anything may follow: the prefix may still come.
-        let none: [String; 0] = [];
-        assert!(moved.could_head(&none) && moved.could_head(&parts("edgebucket")));
-        assert!(moved.could_head(&parts("edgebucket/v1/buckets")));
-        assert!(!moved.could_head(&parts("projects")) && !moved.could_head(&parts("edgebucket/v2")));
         for good in ["/v2", "/rate-limit/v1", "/_eb/v1.0", "/~x"] {
             assert_eq!(ApiPrefix::parse(good).map(|p| p.as_str().to_owned()), Ok(good.to_owned()));
         }

@@ -49,7 +49,10 @@ pub fn start(req: &Incoming, settings: &Settings, started: f64) -> Step {
     let reading = routes::read_path(req.path());
     let api_path = match &reading {
         PathReading::Clear(parts) => settings.api_prefix.heads(parts),
-        PathReading::Unclear { known, .. } => settings.api_prefix.could_head(known),
+        // Either reading: the known segments, or the path split where some origins split it.
+        PathReading::Unclear { known, .. } => {
+            settings.api_prefix.heads(known) || settings.api_prefix.heads(&routes::read_path_split(req.path()))
+        }
     };
     if api_path {
         let message = format!(

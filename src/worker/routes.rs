@@ -323,6 +323,28 @@ pub fn read_path(path: &str) -> PathReading {
     }
 }
 
+/// The segments of `path` as the origins that read most into it see them: split at encoded `/`
+/// and `\` too, IIS's `%uXXXX` decoded, a dot segment's `;params` dropped, dot segments
+/// resolved, bytes that are not UTF-8 replaced. One of the readings of an unclear path (see
+/// [`read_path`]); the other is the plain one, which stops at its first unclear segment.
+pub fn read_path_split(path: &str) -> Vec<String> {
+    let mut parts: Vec<String> = Vec::new();
+    let path: String = path.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
+    for raw in path.split(['/', '\\']) {
+        let decoded = if iis_escape(raw) { iis_decoded(raw) } else { percent_decode_str(raw).collect() };
+        for piece in decoded.split(|b| matches!(b, b'/' | b'\\')) {
+            let piece = String::from_utf8_lossy(piece);
+            match piece.split(';').next() {
+                Some("..") => _ = parts.pop(),
+                Some(".") => {}
+                _ => parts.push(piece.into_owned()),
+            }
+        }
+    }
+    parts.retain(|part| !part.is_empty());
+    parts
+}
+
 /// Why a segment other than `.` and `..` (`raw`, and `decoded` from it) is unclear (see
 /// [`read_path`]), if it is.
 fn unclear_because(raw: &str, decoded: Result<&str, std::str::Utf8Error>) -> Option<&'static str> {
@@ -700,6 +722,26 @@ mod tests {
             .contains("no policy"));
         assert!(routes(r#"[{"pattern": "a", "policy": "api", "key": {"source": "ip"}}]"#).is_err());
         assert!(routes(r#"[{"pattern": "/**/a", "policy": "api", "key": {"source": "ip"}}]"#).is_err());
+    }
+
+    #[test]
+    fn the_split_reading_splits_where_some_origin_does() {
+        let split = |path: &str| read_path_split(path).join("/");
+        assert_eq!(split("/v1%2Fmetrics"), "v1/metrics");
+        assert_eq!(split("/v1%5cbuckets/k"), "v1/buckets/k");
+        assert_eq!(split("/x/..%2Fv1/metrics"), "v1/metrics");
+        assert_eq!(split("/x/..;/v1"), "v1");
+        assert_eq!(split("/%u0076%u0031/metrics"), "v1/metrics", "IIS");
+        assert_eq!(split("//v1\\x/./y/"), "v1/x/y");
+        assert_eq!(split("/@babel%2Fcore"), "@babel/core");
+        assert_eq!(split("/caf%E9/v1"), "caf\u{fffd}/v1");
+        assert_eq!(split("/a/../../b"), "b");
+        let api = ApiPrefix::default();
+        for other in
+            ["/@babel%2Fcore", "/caf%E9", "/https:%2F%2Fcdn.example%2Fa.png", "/a%2Fb", "/x/..%2Fy", "/v2%2Fv1"]
+        {
+            assert!(!api.heads(&read_path_split(other)), "{other} is not the API's under any reading");
+        }
     }
 
     #[test]

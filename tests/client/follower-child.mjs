@@ -1,11 +1,26 @@
 // Run under Node 24 (Web Locks and BroadcastChannel) by share.test.mjs: a follower's side of the
 // tab protocol (js/client/tabs.js), this script playing the leading tab over a real channel.
 // Prints the messages the leader received.
+import { Worker, isMainThread, workerData } from 'node:worker_threads';
 import { source, holdLeaderLock } from './helpers.mjs';
 
 const { sharedPacer } = await source('tabs.js');
-const NAME = `follower-test-${process.pid}`;
+const NAME = isMainThread ? `follower-test-${process.pid}` : workerData.name;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const demand = { scope: 'https://api.example', origin: 'https://api.example', cost: 1, bytes: 0 };
+
+if (!isMainThread) {
+  // A worker thread that asks, closes before the answer and has nothing left to do: it must live
+  // until the grant comes back, to hand it back.
+  const follower = sharedPacer(NAME, () => {
+    throw new Error('the follower must not make a pacer while another context leads');
+  });
+  const asked = follower.acquire(demand);
+  await sleep(10);
+  follower.close();
+  await asked;
+  await new Promise(() => {}); // nothing left: the thread ends when its event loop is empty
+}
 
 // Lead first, so the shared pacer below follows.
 const stepDown = await holdLeaderLock(NAME);
@@ -24,7 +39,6 @@ leader.onmessage = ({ data }) => {
 const follower = sharedPacer(NAME, () => {
   throw new Error('the follower must not make a pacer while another context leads');
 });
-const demand = { scope: 'https://api.example', origin: 'https://api.example', cost: 1, bytes: 0 };
 
 delay = 400; // past the follower's 250 ms: it stops waiting, and the grant comes too late
 const late = await follower.acquire(demand);
@@ -45,8 +59,13 @@ await sleep(50);
 delay = 100;
 const unanswered = follower.acquire(demand);
 follower.close();
+follower.close(); // a second close must not cut the wait for L.5 short
 const atClose = await unanswered;
 await sleep(200);
+// The same from a worker thread that ends after closing (L.6, granted 100 ms after the question).
+const thread = new Worker(new URL(import.meta.url), { workerData: { name: NAME } });
+await new Promise((resolve) => thread.once('exit', resolve));
+await sleep(50);
 leader.close();
 stepDown();
 console.log(JSON.stringify({ late, granted: granted.ok, timersLeft, afterSilence: afterSilence.ticket?.id, atClose, received }));

@@ -34,20 +34,25 @@ async function grantsAtOnce(shared) {
 }
 
 /**
- * The old leader A's last word before the lock passes is a heartbeat (`final: false`) or its
- * closing state. `later`: another context B announces itself as leader after (`after`) or
- * before A's last word arrives; B took the lock first, may have spent what A left, and died
- * without a word of its own, so the lock now passes on.
+ * The old leader A (epoch 1) sends its last word before the lock passes: a heartbeat
+ * (`final: false`) or its closing state. `later`: a later leader B (epoch 2) took the lock first,
+ * may have spent what A left, and died without a word of its own, so the lock now passes on.
+ * Its announcement arrives after A's last word (`after`), before it (`before`), even before A's
+ * own announcement (`first`: nothing orders two senders' messages), or comes from an older
+ * version that sends no epoch (`unversioned`).
  */
 async function handover(final, later = null) {
   const name = `handover-${final}-${later}-${process.pid}`;
   const stepDown = await holdLeaderLock(name);
   const next = sharedPacer(name, makePacer);
   const channel = new BroadcastChannel(`edgebucket:${name}`);
-  channel.postMessage({ type: 'leader', from: 'A' });
-  if (later === 'before') channel.postMessage({ type: 'leader', from: 'B' });
-  channel.postMessage({ type: 'state', state: knowingPacer().export(), final, from: 'A' });
-  if (later === 'after') channel.postMessage({ type: 'leader', from: 'B' });
+  const announce = (epoch) => channel.postMessage({ type: 'leader', epoch });
+  if (later === 'first') announce(2);
+  announce(1);
+  if (later === 'before') announce(2);
+  channel.postMessage({ type: 'state', state: knowingPacer().export(), final, epoch: 1 });
+  if (later === 'after') announce(2);
+  if (later === 'unversioned') channel.postMessage({ type: 'leader' });
   await sleep(100); // heard; a heartbeat's leader may then grant all 9 before it dies
   channel.close();
   stepDown();
@@ -60,8 +65,8 @@ async function handover(final, later = null) {
 if (isMainThread) {
   const afterHeartbeat = await handover(false);
   const afterFinal = await handover(true);
-  const afterFinalThenLeader = await handover(true, 'after');
-  const afterLeaderThenFinal = await handover(true, 'before');
+  const spentByALaterLeader = {};
+  for (const later of ['after', 'before', 'first', 'unversioned']) spentByALaterLeader[later] = await handover(true, later);
   // A leading worker thread terminated: Node 24 never passes its lock on.
   const name = `terminated-${process.pid}`;
   const worker = new Worker(new URL(import.meta.url), { workerData: { name } });
@@ -73,7 +78,7 @@ if (isMainThread) {
   const aloneAfter = Date.now() - start;
   const { leading } = follower;
   follower.close();
-  console.log(JSON.stringify({ afterHeartbeat, afterFinal, afterFinalThenLeader, afterLeaderThenFinal, aloneAfter, leading }));
+  console.log(JSON.stringify({ afterHeartbeat, afterFinal, spentByALaterLeader, aloneAfter, leading }));
 } else {
   const shared = sharedPacer(workerData.name, makePacer);
   await until(() => shared.leading);

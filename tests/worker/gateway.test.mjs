@@ -384,15 +384,18 @@ test("a path some origin reads as the service API's is refused even where no rou
   try {
     const before = o.requests.length;
     // `/v1/metrics` to an origin that splits at %2F; no route takes a GET, so only the prefix refuses it.
-    for (const path of ['/v1%2Fmetrics', '/v1%5Cbuckets/k', '/x/..%2Fv1/metrics']) {
+    for (const path of ['/v1%2Fmetrics', '/v1%5Cbuckets/k', '/x/..%2Fv1/metrics', '/%u0076%u0031/metrics']) {
       const refused = await gateway.call(path);
       assert.equal(refused.status, 400, path);
       assert.match((await refused.json()).detail, /service API's \(\/v1\) spelled another way/, path);
     }
     assert.equal(o.requests.length, before, 'not forwarded');
-    const passed = await gateway.call('/projects/group%2Fproject');
-    assert.equal(passed.status, 200, 'a first segment that cannot be the prefix passes');
-    assert.equal((await passed.json()).url, '/projects/group%2Fproject');
+    // Unclear too, but under no reading the API's: forwarded, as no route takes a GET.
+    for (const path of ['/projects/group%2Fproject', '/@babel%2Fcore', '/caf%E9', '/x/..%2Fy']) {
+      const passed = await gateway.call(path);
+      assert.equal(passed.status, 200, path);
+      assert.equal((await passed.json()).url, path);
+    }
   } finally {
     await gateway.stop();
   }
