@@ -18,8 +18,11 @@
 //   sending it (it crashed, or its final word arrives after the lock: nothing orders the two).
 //   With none it starts empty and probes. "Later" is by epoch, not arrival, since messages from
 //   different senders arrive in any order: each leader takes one more than the highest it heard
-//   and marks its `leader` and `state` messages with it. Tickets carry the issuing pacer's id,
-//   so a new leader never confuses them with its own.
+//   and marks its `leader` and `state` messages with it and its id. Two leaders in a row share an
+//   epoch when the second heard nothing of the first; then neither is known to be the later, and
+//   a final state is taken as it is only from the one leader heard at the highest epoch
+//   (`Succession`). Tickets carry the issuing pacer's id, so a new leader never confuses them
+//   with its own.
 // - A follower whose questions have gone unanswered for LEADERLESS_AFTER paces alone until a
 //   leader speaks again: Node 24 never passes the lock of a worker thread that exits or is
 //   terminated to the threads waiting for it, and a browser may freeze a background tab that
@@ -28,7 +31,8 @@
 //   asks first.
 // Without Web Locks or BroadcastChannel (Node before 24.5, old browsers), each context paces
 // alone. Node 24.5+ has both: a process's worker threads share, and neither the channel nor the
-// heartbeat keeps the process alive (a waiting request's own timer does).
+// heartbeat keeps the process alive (a waiting request's own timer does, and for up to
+// ANSWER_WITHIN after close, the wait for answers to questions already asked).
 
 const ANSWER_WITHIN = 250;
 const ASK_AGAIN = 50;
@@ -63,10 +67,11 @@ export function sharedPacer(name, makePacer) {
   let closed = false;
   let stepDown;
   let heartbeat;
-  /** The last `state` heard, and whether it was a closing leader's final one. */
-  let inherited = { state: null, final: false, epoch: -1 };
-  /** The highest leader epoch heard (or this context's own, while it leads). */
-  let epoch = 0;
+  /** The last `state` heard (none of a lower epoch replaces it), and who sent it. */
+  let inherited = { state: null, final: false, epoch: -1, from: null };
+  const succession = new Succession();
+  /** This context's epoch, while it leads. */
+  let epoch;
   /** When the oldest question no leader answered was asked, since a leader last spoke; or null. */
   let unansweredSince = null;
   /** The pacer this context uses while it hears no leader, and the tickets it granted. */
@@ -89,15 +94,16 @@ export function sharedPacer(name, makePacer) {
       leader = makePacer();
       // A final state is its leader's last word, unless a later leader took over after it (and
       // may have spent it, then died without a word of its own).
-      leader.adopt(inherited.state, { spent: !(inherited.final && inherited.epoch >= epoch) });
-      epoch += 1;
+      const asItIs = inherited.final && succession.isLatest(inherited.epoch, inherited.from);
+      leader.adopt(inherited.state, { spent: !asItIs });
+      epoch = succession.lead(me);
       leader.onChange(() => {
         changed();
         post({ type: 'changed' });
       });
-      post({ type: 'leader', epoch });
+      post({ type: 'leader', epoch, from: me });
       changed();
-      heartbeat = setInterval(() => post({ type: 'state', state: leader.export(), final: false, epoch }), STATE_EVERY);
+      heartbeat = setInterval(() => post({ type: 'state', state: leader.export(), final: false, epoch, from: me }), STATE_EVERY);
       heartbeat.unref?.();
       return new Promise((resolve) => {
         stepDown = resolve;
@@ -126,12 +132,14 @@ export function sharedPacer(name, makePacer) {
         post({ type: 'refund', ticket: data.grant.ticket });
       }
     } else if (data.type === 'state') {
-      // A state without an epoch (an older version's) is never taken as it is.
-      inherited = { state: data.state, final: data.final === true, epoch: epochOf(data, -1) };
-      epoch = Math.max(epoch, inherited.epoch);
+      // An older version's state, without an epoch, counts as the lowest: never taken as it is.
+      const sent = epochOf(data) ?? -1;
+      const from = senderOf(data);
+      if (sent >= 0) succession.heard(sent, from);
+      if (sent >= inherited.epoch) inherited = { state: data.state, final: data.final === true, epoch: sent, from };
     } else if (data.type === 'changed' || data.type === 'leader') {
       // An older version's leader, without an epoch, counts as later than any heard.
-      if (data.type === 'leader') epoch = Math.max(epoch, epochOf(data, epoch + 1));
+      if (data.type === 'leader') succession.heard(epochOf(data) ?? succession.epoch + 1, senderOf(data));
       changed();
     }
   };
@@ -190,7 +198,7 @@ export function sharedPacer(name, makePacer) {
     },
     close() {
       if (closed) return; // a second close must not cut the first one's wait for answers short
-      if (leader !== null) post({ type: 'state', state: leader.export(), final: true, epoch });
+      if (leader !== null) post({ type: 'state', state: leader.export(), final: true, epoch, from: me });
       // Requests still out will not report back: their tickets must not hold the others.
       for (const ticket of holding.values()) post({ type: 'release', ticket });
       holding.clear();
@@ -203,7 +211,7 @@ export function sharedPacer(name, makePacer) {
       closeOnceAnswered(channel, me, new Set(pending.keys()));
       // The lock request stays queued until this context's turn (see above) and holds this
       // closure until then: let go of what it need not keep.
-      inherited = { state: null, final: false, epoch: -1 };
+      inherited = { state: null, final: false, epoch: -1, from: null };
       listeners.clear();
       makePacer = null;
       for (const { resolve, timer } of pending.values()) {
@@ -237,7 +245,45 @@ function closeOnceAnswered(channel, me, unanswered) {
   };
 }
 
-/** A message's leader epoch, or `otherwise` when it has none (an older version sent it). */
-function epochOf(data, otherwise) {
-  return Number.isSafeInteger(data.epoch) && data.epoch >= 0 ? data.epoch : otherwise;
+/**
+ * The leaders a context has heard of, to tell whether a final state may have been spent since
+ * it was sent: by epoch, since two senders' messages arrive in any order, and by sender, since
+ * two leaders in a row share an epoch when the second heard nothing of the first.
+ */
+class Succession {
+  /** The highest epoch heard (or this context's own, once it leads). */
+  epoch = 0;
+  /** The leaders heard at `epoch`. */
+  #senders = new Set();
+
+  /** A `leader` or `state` message of `from` at `epoch`. */
+  heard(epoch, from) {
+    if (epoch > this.epoch) {
+      this.epoch = epoch;
+      this.#senders = new Set([from]);
+    } else if (epoch === this.epoch) {
+      this.#senders.add(from);
+    }
+  }
+
+  /** Whether `from`, at `epoch`, is the only leader heard at the highest epoch. */
+  isLatest(epoch, from) {
+    return epoch === this.epoch && this.#senders.size === 1 && this.#senders.has(from);
+  }
+
+  /** This context (`me`) leads: one more than any heard. Returns its epoch. */
+  lead(me) {
+    this.heard(this.epoch + 1, me);
+    return this.epoch;
+  }
+}
+
+/** A message's leader epoch, or undefined when it has none (an older version sent it). */
+function epochOf(data) {
+  return Number.isSafeInteger(data.epoch) && data.epoch >= 0 ? data.epoch : undefined;
+}
+
+/** A message's sender; one without (an older version's) is a stranger, like no other. */
+function senderOf(data) {
+  return typeof data.from === 'string' ? data.from : Symbol('unnamed');
 }

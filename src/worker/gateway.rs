@@ -47,14 +47,10 @@ pub fn start(req: &Incoming, settings: &Settings, started: f64) -> Step {
     let method = req.method();
     let matching = if cors::is_preflight(req, &method) { Method::Preflight } else { Method::Plain(&method) };
     let reading = routes::read_path(req.path());
-    let api_path = match &reading {
-        PathReading::Clear(parts) => settings.api_prefix.heads(parts),
-        // Either reading: the known segments, or the path split where some origins split it.
-        PathReading::Unclear { known, .. } => {
-            settings.api_prefix.heads(known) || settings.api_prefix.heads(&routes::read_path_split(req.path()))
-        }
-    };
-    if api_path {
+    let (PathReading::Clear(read) | PathReading::Unclear { known: read, .. }) = &reading;
+    // Any reading: the plain one, or one of an origin that splits, merges or strips more.
+    let api_path = |parts: &Vec<String>| settings.api_prefix.heads(parts);
+    if api_path(read) || routes::split_readings(req.path()).iter().any(api_path) {
         let message = format!(
             "this path reads as the service API's ({}) spelled another way; call the API with its plain path",
             settings.api_prefix.as_str()

@@ -39,19 +39,21 @@ async function grantsAtOnce(shared) {
  * may have spent what A left, and died without a word of its own, so the lock now passes on.
  * Its announcement arrives after A's last word (`after`), before it (`before`), even before A's
  * own announcement (`first`: nothing orders two senders' messages), or comes from an older
- * version that sends no epoch (`unversioned`).
+ * version that sends no epoch (`unversioned`); or B heard nothing of A and took A's epoch
+ * (`tied`), so which of the two came later cannot be told.
  */
 async function handover(final, later = null) {
   const name = `handover-${final}-${later}-${process.pid}`;
   const stepDown = await holdLeaderLock(name);
   const next = sharedPacer(name, makePacer);
   const channel = new BroadcastChannel(`edgebucket:${name}`);
-  const announce = (epoch) => channel.postMessage({ type: 'leader', epoch });
-  if (later === 'first') announce(2);
-  announce(1);
-  if (later === 'before') announce(2);
-  channel.postMessage({ type: 'state', state: knowingPacer().export(), final, epoch: 1 });
-  if (later === 'after') announce(2);
+  const announce = (epoch, from) => channel.postMessage({ type: 'leader', epoch, from });
+  if (later === 'first') announce(2, 'B');
+  announce(1, 'A');
+  if (later === 'before') announce(2, 'B');
+  channel.postMessage({ type: 'state', state: knowingPacer().export(), final, epoch: 1, from: 'A' });
+  if (later === 'after') announce(2, 'B');
+  if (later === 'tied') announce(1, 'B');
   if (later === 'unversioned') channel.postMessage({ type: 'leader' });
   await sleep(100); // heard; a heartbeat's leader may then grant all 9 before it dies
   channel.close();
@@ -66,7 +68,7 @@ if (isMainThread) {
   const afterHeartbeat = await handover(false);
   const afterFinal = await handover(true);
   const spentByALaterLeader = {};
-  for (const later of ['after', 'before', 'first', 'unversioned']) spentByALaterLeader[later] = await handover(true, later);
+  for (const later of ['after', 'before', 'first', 'tied', 'unversioned']) spentByALaterLeader[later] = await handover(true, later);
   // A leading worker thread terminated: Node 24 never passes its lock on.
   const name = `terminated-${process.pid}`;
   const worker = new Worker(new URL(import.meta.url), { workerData: { name } });
