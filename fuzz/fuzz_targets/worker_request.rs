@@ -1,5 +1,6 @@
 //! Any method, path and body through the worker's request decoders (service endpoint and JSON
-//! command, gateway path): never a panic, and every refusal is a 4xx, never a 5xx.
+//! command, gateway path and its split readings): never a panic, and every refusal is a 4xx,
+//! never a 5xx.
 #![no_main]
 
 use edgebucket::worker::{api, routes};
@@ -29,5 +30,8 @@ fuzz_target!(|input: &[u8]| {
             assert!(plain(&known));
             assert_eq!((error.status, error.code.as_str()), (400, "INVALID_PATH"));
         }
+    }
+    for reading in routes::split_readings(path) {
+        assert!(plain(&reading) && reading.iter().all(|s| !s.contains(['\\', ';'])), "{reading:?}");
     }
 });
