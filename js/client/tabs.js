@@ -132,11 +132,14 @@ export function sharedPacer(name, makePacer) {
         post({ type: 'refund', ticket: data.grant.ticket });
       }
     } else if (data.type === 'state') {
-      // An older version's state, without an epoch, counts as the lowest: never taken as it is.
-      const sent = epochOf(data) ?? -1;
+      // An older version's state, without an epoch, is its leader's latest but never taken as
+      // it is (-1); a state of a lower epoch than the one kept is an old leader's, delayed.
+      const sent = epochOf(data);
       const from = senderOf(data);
-      if (sent >= 0) succession.heard(sent, from);
-      if (sent >= inherited.epoch) inherited = { state: data.state, final: data.final === true, epoch: sent, from };
+      if (sent !== undefined) succession.heard(sent, from);
+      if (sent === undefined || sent >= inherited.epoch) {
+        inherited = { state: data.state, final: data.final === true, epoch: sent ?? -1, from };
+      }
     } else if (data.type === 'changed' || data.type === 'leader') {
       // An older version's leader, without an epoch, counts as later than any heard.
       if (data.type === 'leader') succession.heard(epochOf(data) ?? succession.epoch + 1, senderOf(data));
@@ -255,20 +258,24 @@ class Succession {
   epoch = 0;
   /** The leaders heard at `epoch`. */
   #senders = new Set();
+  /** Whether an unnamed leader (an older version's) was heard at `epoch`: it could be anyone. */
+  #stranger = false;
 
-  /** A `leader` or `state` message of `from` at `epoch`. */
+  /** A `leader` or `state` message of `from` (null: unnamed) at `epoch`. */
   heard(epoch, from) {
     if (epoch > this.epoch) {
       this.epoch = epoch;
-      this.#senders = new Set([from]);
-    } else if (epoch === this.epoch) {
-      this.#senders.add(from);
+      this.#senders.clear();
+      this.#stranger = false;
     }
+    if (epoch < this.epoch) return;
+    if (from === null) this.#stranger = true;
+    else this.#senders.add(from);
   }
 
   /** Whether `from`, at `epoch`, is the only leader heard at the highest epoch. */
   isLatest(epoch, from) {
-    return epoch === this.epoch && this.#senders.size === 1 && this.#senders.has(from);
+    return epoch === this.epoch && !this.#stranger && this.#senders.size === 1 && this.#senders.has(from);
   }
 
   /** This context (`me`) leads: one more than any heard. Returns its epoch. */
@@ -283,7 +290,7 @@ function epochOf(data) {
   return Number.isSafeInteger(data.epoch) && data.epoch >= 0 ? data.epoch : undefined;
 }
 
-/** A message's sender; one without (an older version's) is a stranger, like no other. */
+/** A message's sender, or null when it names none (an older version's). */
 function senderOf(data) {
-  return typeof data.from === 'string' ? data.from : Symbol('unnamed');
+  return typeof data.from === 'string' ? data.from : null;
 }

@@ -55,6 +55,11 @@ async function handover(final, later = null) {
   if (later === 'after') announce(2, 'B');
   if (later === 'tied') announce(1, 'B');
   if (later === 'unversioned') channel.postMessage({ type: 'leader' });
+  if (later === 'unversioned state') {
+    // An older version's leader that knows nothing yet: its state, not A's, is the latest.
+    channel.postMessage({ type: 'leader' });
+    channel.postMessage({ type: 'state', state: makePacer().export(), final: true });
+  }
   await sleep(100); // heard; a heartbeat's leader may then grant all 9 before it dies
   channel.close();
   stepDown();
@@ -68,7 +73,7 @@ if (isMainThread) {
   const afterHeartbeat = await handover(false);
   const afterFinal = await handover(true);
   const spentByALaterLeader = {};
-  for (const later of ['after', 'before', 'first', 'tied', 'unversioned']) spentByALaterLeader[later] = await handover(true, later);
+  for (const later of ['after', 'before', 'first', 'tied', 'unversioned', 'unversioned state']) spentByALaterLeader[later] = await handover(true, later);
   // A leading worker thread terminated: Node 24 never passes its lock on.
   const name = `terminated-${process.pid}`;
   const worker = new Worker(new URL(import.meta.url), { workerData: { name } });
