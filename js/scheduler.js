@@ -118,13 +118,14 @@ export class Scheduler {
     // waits served, not the queue (thousands of waits stay queued past a `reset`). A wait whose
     // signal has aborted, its abort not yet delivered, is neither served nor holds any.
     const due = new Set();
-    const take = (each) => !each.returned && !hasAborted(each.signal) && each.dueAt <= at && each.settled !== null;
+    const live = (each) => !each.returned && !hasAborted(each.signal);
+    const ripe = (each) => each.dueAt <= at && each.settled !== null;
     for (const each of queue.waits) {
-      if (each.returned || hasAborted(each.signal)) continue;
-      if (!take(each)) break;
+      if (!live(each)) continue;
+      if (!ripe(each)) break;
       due.add(each);
     }
-    for (const each of queue.early) if (take(each)) due.add(each);
+    for (const each of queue.early) if (live(each) && ripe(each)) due.add(each);
     for (const each of due) queue.ready.add(each);
     this.#release(queue);
     // Only those served: one still held (behind a wait not yet due) may settle much later.

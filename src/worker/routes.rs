@@ -288,13 +288,7 @@ pub enum PathReading {
 /// see, inside an unclear segment too (`/x/..%2Flogin` is `/login` to an origin that splits on
 /// `%2F`), removes one known segment.
 pub fn read_path(path: &str) -> PathReading {
-    let cleaned: String;
-    let path = if path.contains(['\t', '\n', '\r']) {
-        cleaned = path.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
-        &cleaned
-    } else {
-        path
-    };
+    let path = &*without_tabs(path);
     // Dot segments are resolved with empty segments kept, as the URL standard does (`/a//../b`
     // is `/a/b`, not `/b`); empty segments are dropped only afterwards, for matching.
     let mut parts: Vec<String> = Vec::new();
@@ -330,7 +324,7 @@ pub fn read_path(path: &str) -> PathReading {
 /// nginx (`merge_slashes`), Tomcat and path normalisers do (`/x//..%2Fv1` is `/x/v1` to the one,
 /// `/v1` to the other). [`read_path`] gives the plain reading, and stops at an unclear segment.
 pub fn split_readings(path: &str) -> [Vec<String>; 2] {
-    let path: String = path.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
+    let path = without_tabs(path);
     let mut pieces = Vec::new();
     for raw in path.split(['/', '\\']) {
         let decoded = if iis_escape(raw) { iis_decoded(raw) } else { percent_decode_str(raw).collect() };
@@ -341,6 +335,15 @@ pub fn split_readings(path: &str) -> [Vec<String>; 2] {
     }
     let merged = pieces.iter().filter(|piece| !piece.is_empty()).cloned().collect();
     [resolved(pieces), resolved(merged)]
+}
+
+/// `path` without the tabs and line breaks the URL parser drops; borrowed when it has none.
+fn without_tabs(path: &str) -> Cow<'_, str> {
+    if path.contains(['\t', '\n', '\r']) {
+        Cow::Owned(path.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect())
+    } else {
+        Cow::Borrowed(path)
+    }
 }
 
 /// `pieces` with dot segments resolved, then empty ones dropped.
