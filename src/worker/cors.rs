@@ -12,6 +12,7 @@
 //!   credentials, as the Fetch standard requires). Unset or empty, they carry none (the default).
 
 use super::incoming::Incoming;
+use super::site;
 
 /// Which origins may read the gateway's own answers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -62,12 +63,18 @@ impl AllowedOrigins {
     }
 }
 
-/// `origin` if it is `http(s)://host[:port]`, in lower case.
+/// `origin` if it is `http(s)://host[:port]`, as browsers send `Origin`: in lower case, without
+/// the scheme's default port.
 fn checked(origin: &str) -> Result<String, String> {
     let lower = origin.to_ascii_lowercase();
     let host = lower.strip_prefix("https://").or_else(|| lower.strip_prefix("http://"));
     match host {
-        Some(host) if !host.is_empty() && !host.contains(['/', '?', '#', ' ', '*']) => Ok(lower),
+        Some(host) if !host.is_empty() && !host.contains(['/', '?', '#', ' ', '*', '@']) => {
+            match site::host_and_port_error(host) {
+                Some(problem) => Err(format!("CORS_ORIGINS: {origin:?}: {problem}")),
+                None => Ok(site::normal_site(&lower)),
+            }
+        }
         _ => {
             Err(format!("CORS_ORIGINS: {origin:?} is not an origin (scheme://host[:port], no path or trailing slash)"))
         }
@@ -94,8 +101,28 @@ mod tests {
             AllowedOrigins::parse(r#"["https://App.example.com", "http://localhost:5173"]"#),
             Ok(AllowedOrigins::Listed(vec!["https://app.example.com".into(), "http://localhost:5173".into()]))
         );
-        for bad in [r#"["https://app.example.com/"]"#, r#"["app.example.com"]"#, r#"["https://"]"#, "https://a.b", "{}"]
-        {
+        assert_eq!(
+            AllowedOrigins::parse(
+                r#"["https://app.example.com:443", "http://localhost:80", "https://x.example:8443"]"#
+            ),
+            Ok(AllowedOrigins::Listed(vec![
+                "https://app.example.com".into(),
+                "http://localhost".into(),
+                "https://x.example:8443".into()
+            ])),
+            "a default port is left out, as browsers send Origin"
+        );
+        for bad in [
+            r#"["https://app.example.com/"]"#,
+            r#"["app.example.com"]"#,
+            r#"["https://"]"#,
+            r#"["https://:443"]"#,
+            r#"["https://bücher.example"]"#,
+            r#"["https://user@app.example.com"]"#,
+            r#"["http://1.2.3.256"]"#,
+            "https://a.b",
+            "{}",
+        ] {
             assert!(AllowedOrigins::parse(bad).is_err(), "{bad}");
         }
     }

@@ -35,8 +35,8 @@ impl FailureMode {
     }
 }
 
-/// Most keys the fallback buckets hold per isolate; past it one is forgotten (it comes back full,
-/// which only errs towards admitting).
+/// Most keys the fallback buckets hold per isolate; past it one is forgotten (it comes back new,
+/// with its initial tokens: usually more than it had, so this errs towards admitting).
 const MAX_LOCAL_KEYS: usize = 10_000;
 
 /// The in-isolate buckets of [`FailureMode::Degrade`], by key.

@@ -9,6 +9,7 @@ use worker::worker_sys::ext::ResponseExt;
 use super::auth::Secrets;
 use super::errors::ApiError;
 use super::incoming::{split_site, Incoming};
+use super::site;
 
 /// Request headers that say where a request was sent, as a proxy in front of the origin would
 /// set them. A client's own would be believed by an origin that builds links from them
@@ -201,7 +202,7 @@ pub fn public_location(location: &str, origin: &str, site: &str) -> Option<Strin
         None => location,
     };
     let (location_site, rest) = split_site(location);
-    if location_site.is_empty() || normal_site(location_site) != normal_site(origin_site) {
+    if location_site.is_empty() || site::normal_site(location_site) != site::normal_site(origin_site) {
         return None;
     }
     let tail = rest.strip_prefix(base)?;
@@ -222,13 +223,6 @@ pub fn public_location(location: &str, origin: &str, site: &str) -> Option<Strin
 fn is_dot_segment(segment: &str) -> bool {
     let plain: String = segment.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
     matches!(plain.to_ascii_lowercase().replace("%2e", ".").as_str(), "." | "..")
-}
-
-/// `scheme://host[:port]` in lower case, without the scheme's default port.
-fn normal_site(site: &str) -> String {
-    let lower = site.to_ascii_lowercase();
-    let default_port = if lower.starts_with("https://") { ":443" } else { ":80" };
-    lower.strip_suffix(default_port).map(str::to_owned).unwrap_or(lower)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //!
 //! One concept per module:
 //! - configuration: [`policy`](crate::worker::policy), [`routes`](crate::worker::routes), held
-//!   per isolate by [`settings`](crate::worker::settings);
+//!   per isolate by [`settings`](crate::worker::settings), which checks a [`site`](crate::worker::site);
 //! - the request's way through: [`exchange`](crate::worker::exchange), with `entry.js` doing
 //!   the IO;
 //! - serving: [`api`](crate::worker::api) (endpoints and bodies) and
@@ -47,6 +47,7 @@ pub mod respond;
 pub mod routes;
 pub mod service;
 pub mod settings;
+pub mod site;
 
 pub use durable_object::BucketObject;
 pub use exchange::Exchange;

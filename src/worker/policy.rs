@@ -7,10 +7,12 @@
 //!                             "refill": { "kind": "greedy", "tokens": 10, "period": "1s" } }] } }
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::de::{Error as _, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use super::failure::FailureMode;
@@ -71,6 +73,7 @@ impl Policies {
         else {
             return Err("POLICIES must be a JSON object of policies by name".into());
         };
+        serde_json::from_str::<Unrepeated>(json).map_err(|e| format!("POLICIES: {e}"))?;
         let mut policies = BTreeMap::new();
         for (name, value) in entries {
             let policy = Policy::parse(&name, value).map_err(|e| format!("policy {name:?}: {e}"))?;
@@ -135,6 +138,67 @@ fn configuration_error(error: &serde_json::Error, configuration: &Map<String, Va
             format!("configuration: {message}, or a policy field: {}", OWN_FIELDS.join(", "))
         }
         _ => format!("configuration: {message}"),
+    }
+}
+
+/// Any JSON value, read only to refuse an object with a repeated member: a `Value` keeps the last
+/// one silently, so a second `"failure": "open"` would turn a closed policy open, and a second
+/// policy of one name would replace the first. (TOML refuses repeated keys; the JSON form needs
+/// this.)
+struct Unrepeated;
+
+impl<'de> Deserialize<'de> for Unrepeated {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Unrepeated)
+    }
+}
+
+impl<'de> Visitor<'de> for Unrepeated {
+    type Value = Unrepeated;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(Unrepeated)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(Unrepeated)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(Unrepeated)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(Unrepeated)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(Unrepeated)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(Unrepeated)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Self, A::Error> {
+        while items.next_element::<Unrepeated>()?.is_some() {}
+        Ok(Unrepeated)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<Self, A::Error> {
+        let mut seen = BTreeSet::new();
+        while let Some(name) = members.next_key::<String>()? {
+            if seen.contains(&name) {
+                return Err(A::Error::custom(format!("{name:?} appears twice in one object")));
+            }
+            members.next_value::<Unrepeated>()?;
+            seen.insert(name);
+        }
+        Ok(Unrepeated)
     }
 }
 
@@ -251,6 +315,15 @@ mod tests {
         assert!(Policies::parse("{").is_err());
         let unicode_id = r#"{"p": {"bandwidths": [{"id": "é", "capacity": 1, "refill": {"kind": "greedy", "tokens": 1, "period": "1s"}}]}}"#;
         assert!(Policies::parse(unicode_id).unwrap_err().contains("printable ASCII"));
+        let bandwidths = r#"[{"capacity": 5, "refill": {"kind": "greedy", "tokens": 5, "period": "1m"}}]"#;
+        for repeated in [
+            format!(r#"{{"login": {{"failure": "closed", "bandwidths": {bandwidths}}}, "login": {{"bandwidths": {bandwidths}}}}}"#),
+            format!(r#"{{"login": {{"failure": "closed", "bandwidths": {bandwidths}, "failure": "open"}}}}"#),
+            r#"{"p": {"bandwidths": [{"capacity": 5, "capacity": 9, "refill": {"kind": "greedy", "tokens": 5, "period": "1m"}}]}}"#.to_owned(),
+        ] {
+            let error = Policies::parse(&repeated).unwrap_err();
+            assert!(error.starts_with("POLICIES: \"") && error.contains("appears twice in one object"), "{error}");
+        }
         let endless_grace = r#"{"p": {"idleGrace": {"days": 1000000}, "bandwidths": [{"capacity": 1, "refill": {"kind": "greedy", "tokens": 1, "period": "1s"}}]}}"#;
         assert!(Policies::parse(endless_grace).unwrap_err().contains("idleGrace: longer than 2^64 ns"));
     }

@@ -900,6 +900,18 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_field_is_refused_not_read_as_its_last() {
+        let repeated = [
+            r#"[{"pattern": "/a", "policy": "api", "policy": "login", "key": {"source": "ip"}}]"#,
+            r#"[{"pattern": "/a", "policy": "api", "key": {"source": "ip", "source": "constant", "value": "all"}}]"#,
+            r#"[{"pattern": "/a", "policy": "api", "key": {"source": "constant", "value": "a", "value": "b"}}]"#,
+        ];
+        for json in repeated {
+            assert!(routes(json).unwrap_err().contains("duplicate field"), "{json}");
+        }
+    }
+
+    #[test]
     fn a_constant_key_is_checked_with_the_configuration() {
         let route = |value: &str| {
             let key = serde_json::json!({ "source": "constant", "value": value });
