@@ -175,7 +175,17 @@ enum Op {
 struct Tweak {
     capacity: Option<i64>,
     period: Option<i64>,
-    switch_kind: bool,
+    switch: Switch,
+}
+
+/// How a [`Tweak`] changes a bandwidth's refill kind.
+#[derive(Debug, Clone)]
+enum Switch {
+    Keep,
+    /// Greedy to intervally, anything else to greedy.
+    Flip,
+    /// To an aligned refill with this first refill (chains of aligned schedules included).
+    Align(i64),
 }
 
 /// The bandwidth description of a configured bandwidth (read through the public accessors).
@@ -217,8 +227,12 @@ fn resolve(op: &Op, bucket: &TokenBucket) -> Op {
                 spec.period = period;
                 spec.tokens = spec.tokens.min(period);
             }
-            if tweak.switch_kind {
-                spec.kind = if spec.is_greedy() { Kind::Intervally } else { Kind::Greedy };
+            match tweak.switch {
+                Switch::Keep => {}
+                Switch::Flip => spec.kind = if spec.is_greedy() { Kind::Intervally } else { Kind::Greedy },
+                Switch::Align(first) => {
+                    spec.kind = Kind::Aligned { first, adaptive: false };
+                }
             }
             spec
         })
@@ -398,15 +412,14 @@ impl MBand {
         if floor(&x) < int(i64::MIN) {
             return Err(Error::TokensOverflow);
         }
-        // The last refill carries over, except an aligned schedule not yet started (its last refill
-        // one period before the first, still ahead) to a bandwidth that is not aligned: that one
-        // starts counting now.
+        // The last refill carries over, except from an aligned schedule not yet started (its last
+        // refill one period before the first, still ahead): the new bandwidth's time starts as a
+        // fresh one's would.
         let not_started = match self.spec.kind {
             Kind::Aligned { first, .. } => self.last == int(first) - int(self.spec.period) && self.last > int(now),
             _ => false,
         };
-        let aligned = matches!(new.kind, Kind::Aligned { .. });
-        let last = if not_started && !aligned { int(now) } else { self.last.clone() };
+        let last = if not_started { MBand::fresh(new, now).last } else { self.last.clone() };
         Ok(MBand { spec: new.clone(), x, last })
     }
 }
@@ -466,9 +479,10 @@ impl Model {
         self.bands.iter().map(|b| b.wait(&int(n), now)).max().expect("at least one bandwidth")
     }
 
-    /// The wait reported by probes and estimates: infinite beyond any capacity.
+    /// The wait reported by probes and estimates: infinite when a bandwidth that lacks the tokens
+    /// can never hold them (more than its capacity, where refill stops).
     fn probe_wait(&self, n: i64, now: i64) -> i64 {
-        if self.bands.iter().any(|b| n > b.spec.capacity) {
+        if self.bands.iter().any(|b| n > b.spec.capacity && b.x < q(n)) {
             INFINITY_DURATION
         } else {
             clamp_wait(&self.wait(n, now))
@@ -794,10 +808,15 @@ struct Mix {
     reset_and_replace: bool,
 }
 
-fn tweak_strategy(capacity: BoxedStrategy<i64>, period: BoxedStrategy<i64>) -> BoxedStrategy<Vec<Tweak>> {
+fn tweak_strategy(
+    capacity: BoxedStrategy<i64>,
+    period: BoxedStrategy<i64>,
+    first: BoxedStrategy<i64>,
+) -> BoxedStrategy<Vec<Tweak>> {
+    let switch = prop_oneof![8 => Just(Switch::Keep), 1 => Just(Switch::Flip), 1 => first.prop_map(Switch::Align)];
     prop::collection::vec(
-        (prop::option::of(capacity), prop::option::weighted(0.3, period), prop::bool::weighted(0.2))
-            .prop_map(|(capacity, period, switch_kind)| Tweak { capacity, period, switch_kind }),
+        (prop::option::of(capacity), prop::option::weighted(0.3, period), switch)
+            .prop_map(|(capacity, period, switch)| Tweak { capacity, period, switch }),
         1..=3,
     )
     .boxed()
@@ -843,7 +862,7 @@ fn normal_ops(mix: Mix) -> BoxedStrategy<Op> {
         amount_strategy(),
         max_wait_strategy(),
         normal_config(),
-        tweak_strategy(capacity_strategy(), period_strategy()),
+        tweak_strategy(capacity_strategy(), period_strategy(), (0i64..=10_000 * SECOND).boxed()),
     )
 }
 
@@ -937,7 +956,7 @@ fn extreme_scenario() -> BoxedStrategy<Scenario> {
         extreme_amount(),
         extreme_amount(),
         extreme_config(),
-        tweak_strategy(extreme_i64(1), extreme_i64(1)),
+        tweak_strategy(extreme_i64(1), extreme_i64(1), extreme_i64(0)),
     );
     (extreme_config(), extreme_time(), prop::collection::vec((extreme_time(), ops), 1..=24)).boxed()
 }
@@ -1028,7 +1047,7 @@ proptest! {
                             initial_for,
                             (0i64..=20).boxed(),
                         )),
-                        tweak_strategy((1i64..=8).boxed(), (1i64..=7).boxed()),
+                        tweak_strategy((1i64..=8).boxed(), (1i64..=7).boxed(), (0i64..=20).boxed()),
                     ),
                 ),
                 1..=40,

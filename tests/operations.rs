@@ -336,6 +336,22 @@ fn consumption_probe_reports_remaining_and_waits() {
 }
 
 #[test]
+fn tokens_beyond_a_capacity_a_bandwidth_already_holds_are_waited_for_not_refused() {
+    // `a` holds 100 initial tokens above its capacity of 5; `b` earns one token per nanosecond.
+    let a = Bandwidth::builder().capacity(5).refill_greedy(1, secs(1)).initial_tokens(100).id("a").build().unwrap();
+    let b = Bandwidth::builder().capacity(1000).refill_greedy(1, Duration::from_nanos(1)).initial_tokens(0).id("b");
+    let mut bucket = bucket(vec![a, b.build().unwrap()], 0);
+    let probe = bucket.try_consume_and_return_remaining(50, 0).unwrap();
+    assert!(!probe.consumed);
+    assert_eq!(probe.nanos_to_wait_for_refill, 50, "when `b` has them: `a` keeps its 100");
+    assert_eq!(bucket.estimate_ability_to_consume(50, 0).unwrap().nanos_to_wait_for_refill, 50);
+    assert!(!bucket.try_consume(50, 49).unwrap());
+    assert!(bucket.try_consume(50, 50).unwrap());
+    // Once `a` holds fewer than it could ever refill to, beyond its capacity is never.
+    assert_eq!(bucket.estimate_ability_to_consume(51, 50).unwrap().nanos_to_wait_for_refill, INFINITY_DURATION);
+}
+
+#[test]
 fn waits_are_never_early() {
     // 3 tokens per 10 ns: one token takes 3.33 ns. Bucket4j would report 3 ns (too early).
     let mut b = bucket(vec![greedy(3, 3, Duration::from_nanos(10))], 0);
@@ -633,7 +649,7 @@ fn replacement_credits_the_time_since_the_last_refill_at_the_new_rate() {
 }
 
 #[test]
-fn an_aligned_schedule_not_yet_started_is_not_passed_to_a_bandwidth_that_is_not_aligned() {
+fn an_aligned_schedule_not_yet_started_passes_on_its_tokens_but_not_its_time() {
     // Created at 0:00, first refill at 10:00: the aligned bandwidth's last refill is 9:00. A
     // greedy successor from 1:00 refills from 1:00, not from 9:00 (Bucket4j's, which would keep
     // an emptied bucket empty for eight hours).
@@ -646,13 +662,27 @@ fn an_aligned_schedule_not_yet_started_is_not_passed_to_a_bandwidth_that_is_not_
         assert!(b.try_consume(10, hour).unwrap());
         assert_eq!(b.get_available_tokens(hour + SEC), 10);
     }
-    // An aligned successor keeps the schedule's start (aligned bandwidths are not re-aligned).
+    // An aligned successor refills on its own schedule (every minute from 0:00), not from 9:00.
     let other = Bandwidth::builder().capacity(10).refill_intervally_aligned(10, secs(60), 0, false).build().unwrap();
     let mut b = bucket(vec![aligned.clone()], 0);
     b.replace_configuration(BucketConfiguration::new(vec![other]).unwrap(), Strategy::AsIs, hour).unwrap();
     assert!(b.try_consume(10, hour).unwrap());
-    assert_eq!(b.get_available_tokens(9 * hour), 0);
-    assert_eq!(b.get_available_tokens(9 * hour + MIN), 10);
+    assert_eq!(b.get_available_tokens(hour + MIN - 1), 0);
+    assert_eq!(b.get_available_tokens(hour + MIN), 10);
+    // Nor does a chain of schedules not yet started pass the first one's time on: first refill
+    // moved from 10:00 to 2:00, then a greedy successor at 0:00 refills from 0:00.
+    for moved in [(10, 2 * hour, secs(3600)), (5, 10 * hour, secs(1800))] {
+        let (tokens, first, period) = moved;
+        let moved =
+            Bandwidth::builder().capacity(10).refill_intervally_aligned(tokens, period, first, false).build().unwrap();
+        let mut b = bucket(vec![aligned.clone()], 0);
+        assert!(b.try_consume(10, 0).unwrap());
+        b.replace_configuration(BucketConfiguration::new(vec![moved]).unwrap(), Strategy::AsIs, 0).unwrap();
+        let greedy_hourly = greedy(10, 10, secs(3600));
+        b.replace_configuration(BucketConfiguration::new(vec![greedy_hourly]).unwrap(), Strategy::AsIs, 0).unwrap();
+        assert_eq!(b.get_available_tokens(hour), 10);
+        assert_eq!(b.estimate_ability_to_consume(1, 0).unwrap().nanos_to_wait_for_refill, 360 * SEC);
+    }
 }
 
 #[test]

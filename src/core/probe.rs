@@ -8,7 +8,8 @@ pub struct ConsumptionProbe {
     /// Tokens left after the operation, never negative (0 when the bucket is in debt).
     pub remaining_tokens: i64,
     /// 0 when consumed; otherwise nanoseconds until the request could succeed, or
-    /// [`INFINITY_DURATION`](crate::INFINITY_DURATION) when it never can (more tokens than capacity).
+    /// [`INFINITY_DURATION`](crate::INFINITY_DURATION) when it never can (more tokens than the
+    /// capacity of a bandwidth that does not hold them already).
     pub nanos_to_wait_for_refill: i64,
     /// Nanoseconds until every bandwidth is full again.
     pub nanos_to_wait_for_reset: i64,
@@ -22,6 +23,7 @@ pub struct EstimationProbe {
     /// Tokens available now, never negative (as Bucket4j: not reduced by the estimated tokens).
     pub remaining_tokens: i64,
     /// 0 when they can be consumed; otherwise nanoseconds until they could, or
-    /// [`INFINITY_DURATION`](crate::INFINITY_DURATION) when never (more tokens than capacity).
+    /// [`INFINITY_DURATION`](crate::INFINITY_DURATION) when never (more tokens than the capacity of
+    /// a bandwidth that does not hold them already).
     pub nanos_to_wait_for_refill: i64,
 }

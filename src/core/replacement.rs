@@ -19,9 +19,10 @@ use super::state::{floor_div, BandwidthState};
 /// credited at the new refill's rate: replacing an intervally refill (whose last refill is the
 /// last period boundary) by a greedy or shorter one can add, at the same instant, the tokens that
 /// time earns under the new refill, up to the new capacity. One exception, where Bucket4j would
-/// carry the time over: a bandwidth that is not aligned, inheriting from an aligned one whose
-/// first refill is still ahead (so its last refill lies in the future), starts refilling at
-/// `now` instead of crediting nothing until then.
+/// carry the time over: an aligned bandwidth whose first refill is still ahead (so its last
+/// refill lies in the future) passes on its tokens but not its time. The new bandwidth starts
+/// refilling as a new one would: at `now`, or on its own aligned schedule, instead of crediting
+/// nothing until the old schedule's first refill.
 ///
 /// Examples (Bucket4j's): capacity 100 with 40 available, replaced by capacity 200 gives
 /// `Proportionally` 80, `AsIs` 40, `Additive` 140; replaced by capacity 20 gives 8, 20, 20.
@@ -132,10 +133,12 @@ fn inherit(
     Ok(BandwidthState::from_parts(level, inherited_last_refill(old, state, new, now)))
 }
 
-/// When the new bandwidth's refill starts counting: the old bandwidth's last refill, except that
-/// an aligned schedule that has not started yet is not passed on to a bandwidth that is not
-/// aligned. Its last refill (one period before the first) lies ahead, and a greedy or intervally
-/// successor would credit nothing until then: hours, for a daily schedule.
+/// When the new bandwidth's refill starts counting: the old bandwidth's last refill, except for
+/// an aligned schedule that has not started yet (its last refill, one period before its first,
+/// still ahead). That passes its tokens on but not its time: the new bandwidth starts counting
+/// as a new one would, at `now` or on its own aligned schedule. Passed on, that time would make
+/// a greedy or intervally successor credit nothing until the old first refill (hours, for a daily
+/// schedule), and an aligned successor wait for the old schedule rather than its own.
 fn inherited_last_refill(old: &Bandwidth, state: BandwidthState, new: &Bandwidth, now: i64) -> i64 {
     let not_started = match old.refill.kind {
         // Refills only move the last refill to the first refill or later; a clock that went back
@@ -145,8 +148,8 @@ fn inherited_last_refill(old: &Bandwidth, state: BandwidthState, new: &Bandwidth
         }
         _ => false,
     };
-    if not_started && !matches!(new.refill.kind, RefillKind::IntervallyAligned { .. }) {
-        now
+    if not_started {
+        BandwidthState::fresh_last_refill(new, now)
     } else {
         state.last_refill_nanos
     }

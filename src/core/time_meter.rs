@@ -42,7 +42,9 @@ mod system {
         }
     }
 
-    /// Wall-clock time with millisecond precision (the default, as in Bucket4j).
+    /// Wall-clock time with millisecond precision (the default, as in Bucket4j). It truncates to
+    /// the millisecond, so a sleep on a reported wait should be rounded up to a whole millisecond:
+    /// slept exactly, a wait of 333.3 ms can read as 333 ms and the retry be refused.
     #[derive(Debug, Clone, Copy, Default)]
     pub struct MillisecondClock;
 

@@ -628,12 +628,17 @@ pub(crate) fn nanos_to_full_refill(bandwidths: &[Bandwidth], states: &[Bandwidth
     max_wait(bandwidths, states, now, |b, s| s.nanos_until(b, b.capacity, now))
 }
 
-/// The wait for `tokens`, or [`INFINITY_DURATION`] when they exceed a bandwidth's capacity.
+/// The wait for `tokens`, or [`INFINITY_DURATION`] when a bandwidth that lacks them can never
+/// hold them: more than its capacity, where refill stops. (One that holds them already, above its
+/// capacity from initial or force-added tokens, keeps them until they are spent.)
 fn wait_within_capacity(bandwidths: &[Bandwidth], states: &[BandwidthState], tokens: i64, now: i64) -> i64 {
-    if bandwidths.iter().any(|b| tokens > b.capacity) {
-        return INFINITY_DURATION;
-    }
-    max_wait(bandwidths, states, now, |b, s| s.nanos_until(b, tokens, now))
+    max_wait(bandwidths, states, now, |b, s| {
+        if tokens > b.capacity && s.tokens(b) < tokens {
+            INFINITY_DURATION
+        } else {
+            s.nanos_until(b, tokens, now)
+        }
+    })
 }
 
 /// The longest of `wait` over bandwidths, each refilled to `now` first.
