@@ -413,13 +413,23 @@ impl MBand {
             return Err(Error::TokensOverflow);
         }
         // The last refill carries over, except from an aligned schedule not yet started (its last
-        // refill one period before the first, still ahead): the new bandwidth's time starts as a
-        // fresh one's would.
+        // refill one period before the first, still ahead): the new bandwidth's time starts now,
+        // or at the last boundary of its own aligned schedule not after now.
         let not_started = match self.spec.kind {
             Kind::Aligned { first, .. } => self.last == int(first) - int(self.spec.period) && self.last > int(now),
             _ => false,
         };
-        let last = if not_started { MBand::fresh(new, now).last } else { self.last.clone() };
+        let last = match new.kind {
+            _ if !not_started => self.last.clone(),
+            Kind::Aligned { first, .. } => {
+                // The last boundary first + k·period (any integer k) not after now, but no earlier
+                // than a fresh schedule's first - period: refills never come before the first.
+                let (first, period) = (int(first), int(new.period));
+                let boundary = &first + floor(&frac(int(now) - &first, period.clone())) * &period;
+                boundary.max(first - period)
+            }
+            Kind::Greedy | Kind::Intervally => int(now),
+        };
         Ok(MBand { spec: new.clone(), x, last })
     }
 }

@@ -683,6 +683,24 @@ fn an_aligned_schedule_not_yet_started_passes_on_its_tokens_but_not_its_time() {
         assert_eq!(b.get_available_tokens(hour), 10);
         assert_eq!(b.estimate_ability_to_consume(1, 0).unwrap().nanos_to_wait_for_refill, 360 * SEC);
     }
+    // An aligned successor anchored in the past refills from its last boundary, not from the
+    // anchor: an emptied bucket replaced at 1:30 on an hourly schedule gets its tokens at 2:00.
+    let day = 24 * hour;
+    let t = 100 * day;
+    let ahead = Bandwidth::builder().capacity(10).refill_intervally_aligned(10, secs(3600), t + 10 * hour, false);
+    let mut b = bucket(vec![ahead.build().unwrap()], t);
+    assert!(b.try_consume(10, t).unwrap());
+    let anchored = Bandwidth::builder().capacity(10).refill_intervally_aligned(10, secs(3600), t - 30 * day, false);
+    let replaced_at = t + 90 * MIN;
+    b.replace_configuration(
+        BucketConfiguration::new(vec![anchored.build().unwrap()]).unwrap(),
+        Strategy::AsIs,
+        replaced_at,
+    )
+    .unwrap();
+    assert_eq!(b.get_available_tokens(replaced_at), 0);
+    assert_eq!(b.get_available_tokens(t + 2 * hour - 1), 0);
+    assert_eq!(b.get_available_tokens(t + 2 * hour), 10);
 }
 
 #[test]

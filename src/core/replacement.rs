@@ -21,8 +21,8 @@ use super::state::{floor_div, BandwidthState};
 /// time earns under the new refill, up to the new capacity. One exception, where Bucket4j would
 /// carry the time over: an aligned bandwidth whose first refill is still ahead (so its last
 /// refill lies in the future) passes on its tokens but not its time. The new bandwidth starts
-/// refilling as a new one would: at `now`, or on its own aligned schedule, instead of crediting
-/// nothing until the old schedule's first refill.
+/// refilling at `now`, or on its own aligned schedule from its last boundary at or before `now`,
+/// instead of crediting nothing until the old schedule's first refill.
 ///
 /// Examples (Bucket4j's): capacity 100 with 40 available, replaced by capacity 200 gives
 /// `Proportionally` 80, `AsIs` 40, `Additive` 140; replaced by capacity 20 gives 8, 20, 20.
@@ -136,7 +136,7 @@ fn inherit(
 /// When the new bandwidth's refill starts counting: the old bandwidth's last refill, except for
 /// an aligned schedule that has not started yet (its last refill, one period before its first,
 /// still ahead). That passes its tokens on but not its time: the new bandwidth starts counting
-/// as a new one would, at `now` or on its own aligned schedule. Passed on, that time would make
+/// at `now`, or on its own aligned schedule ([`schedule_start`]). Passed on, that time would make
 /// a greedy or intervally successor credit nothing until the old first refill (hours, for a daily
 /// schedule), and an aligned successor wait for the old schedule rather than its own.
 fn inherited_last_refill(old: &Bandwidth, state: BandwidthState, new: &Bandwidth, now: i64) -> i64 {
@@ -149,9 +149,28 @@ fn inherited_last_refill(old: &Bandwidth, state: BandwidthState, new: &Bandwidth
         _ => false,
     };
     if not_started {
-        BandwidthState::fresh_last_refill(new, now)
+        schedule_start(new, now)
     } else {
         state.last_refill_nanos
+    }
+}
+
+/// Where `new`'s refill starts counting when it inherits no time: `now`, or for an aligned
+/// schedule its last boundary at or before `now` (one period before its first refill while that
+/// is ahead). Not the anchor itself: a schedule anchored in the past would be credited every
+/// period since, and an emptied bucket come back full at the replacement.
+fn schedule_start(new: &Bandwidth, now: i64) -> i64 {
+    match new.refill.kind {
+        RefillKind::IntervallyAligned { first_refill_nanos: first, .. } => {
+            let period = new.refill.period_nanos;
+            // first >= 0 and period > 0: neither the difference nor the result can overflow.
+            if first > now {
+                first - period
+            } else {
+                first + (now - first) / period * period
+            }
+        }
+        _ => now,
     }
 }
 

@@ -36,22 +36,12 @@ impl BandwidthState {
     pub(crate) fn initial(bandwidth: &Bandwidth, now: i64) -> Self {
         let period = bandwidth.refill.period_nanos;
         let tokens = initial_tokens(bandwidth, now);
-        BandwidthState {
-            level: tokens as i128 * period as i128,
-            last_refill_nanos: Self::fresh_last_refill(bandwidth, now),
-        }
-    }
-
-    /// A new bandwidth's last refill: `now`, or one period before the first refill of an aligned
-    /// schedule.
-    pub(crate) fn fresh_last_refill(bandwidth: &Bandwidth, now: i64) -> i64 {
-        match bandwidth.refill.kind {
+        let last_refill_nanos = match bandwidth.refill.kind {
             // first_refill >= 0 and period > 0, so this cannot overflow.
-            RefillKind::IntervallyAligned { first_refill_nanos, .. } => {
-                first_refill_nanos - bandwidth.refill.period_nanos
-            }
+            RefillKind::IntervallyAligned { first_refill_nanos, .. } => first_refill_nanos - period,
             _ => now,
-        }
+        };
+        BandwidthState { level: tokens as i128 * period as i128, last_refill_nanos }
     }
 
     /// Builds a state from a level and a last refill time, as the codec and replacement do.

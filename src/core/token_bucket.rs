@@ -96,7 +96,7 @@ impl TokenBucket {
     /// ```
     ///
     /// When rejected, `nanos_to_wait_for_refill` is [`INFINITY_DURATION`] if `tokens` exceeds
-    /// a bandwidth's capacity.
+    /// the capacity of a bandwidth that does not hold them already (refill stops at capacity).
     ///
     /// # Errors
     /// [`Error::NonPositiveTokens`] when `tokens < 1`.

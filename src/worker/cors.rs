@@ -112,6 +112,11 @@ mod tests {
             ])),
             "a default port is left out, as browsers send Origin"
         );
+        assert_eq!(
+            AllowedOrigins::parse(r#"["https://a.example:0443", "http://[0:0:0:0:0:0:0:1]:8080"]"#),
+            Ok(AllowedOrigins::Listed(vec!["https://a.example".into(), "http://[::1]:8080".into()])),
+            "as the URL parser serialises them"
+        );
         for bad in [
             r#"["https://app.example.com/"]"#,
             r#"["app.example.com"]"#,

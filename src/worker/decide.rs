@@ -309,11 +309,13 @@ fn within_capacity(configuration: &crate::BucketConfiguration, tokens: i64) -> R
 
 /// Whether a reservation of `tokens` can be granted within `max_wait` at some moment: from a
 /// full bucket at the most favourable time, every bandwidth must refill what exceeds its capacity
-/// within `max_wait` (greedy: `max_wait × tokens / period`; intervally: one refill at once, then
-/// one per period). Otherwise waiting is no use, and a refusal must not suggest a retry time.
-fn ever_reservable(bucket: &TokenBucket, tokens: i64, max_wait: i64) -> bool {
-    bucket.configuration().bandwidths().iter().all(|bandwidth| {
-        let beyond = i128::from(tokens) - i128::from(bandwidth.capacity());
+/// (or the tokens it holds above it now, initial or added ones, which only spending lowers) within
+/// `max_wait` (greedy: `max_wait × tokens / period`; intervally: one refill at once, then one per
+/// period). Otherwise waiting is no use, and a refusal must not suggest a retry time.
+fn ever_reservable(bucket: &TokenBucket, tokens: i64, max_wait: i64, now: i64) -> bool {
+    let held = bucket.diagnostics(now).bandwidths;
+    bucket.configuration().bandwidths().iter().zip(held).all(|(bandwidth, held)| {
+        let beyond = i128::from(tokens) - i128::from(bandwidth.capacity().max(held.available_tokens));
         let refill = bandwidth.refill();
         let (max_wait, period) = (i128::from(max_wait), i128::from(refill.period_nanos()));
         let refilled = if refill.is_intervally() {
@@ -334,7 +336,7 @@ fn ever_reservable(bucket: &TokenBucket, tokens: i64, max_wait: i64) -> bool {
 /// is full. If neither moment grants it (bandwidths whose best moments never meet), there is no
 /// time to promise.
 fn reservable_in(bucket: &TokenBucket, tokens: i64, max_wait: i64, now: i64) -> Result<i64, ApiError> {
-    if !ever_reservable(bucket, tokens, max_wait) {
+    if !ever_reservable(bucket, tokens, max_wait, now) {
         return Ok(INFINITY_DURATION);
     }
     let first_from = |at: i64| -> Result<i64, ApiError> {
@@ -384,8 +386,8 @@ fn outcome(held: &Held, cost: i64, allowed: bool, wait_nanos: i64, now: i64) -> 
             capacity: d.capacity,
             window_seconds: window_seconds(bandwidth),
             available: d.available_tokens,
-            // A bandwidth never holds more than its capacity (a reservation beyond it is debt).
-            wait_nanos: if cost > d.capacity { INFINITY_DURATION } else { wait_nanos },
+            // Refill stops at the capacity: beyond it, a bandwidth holds only what it has now.
+            wait_nanos: if cost > d.capacity && d.available_tokens < cost { INFINITY_DURATION } else { wait_nanos },
             full_nanos: d.nanos_to_full_refill,
         })
         .collect();
@@ -618,6 +620,26 @@ mod tests {
     }
 
     #[test]
+    fn tokens_held_above_a_capacity_count_for_reservations_and_their_headers() {
+        // `a` starts with 100 tokens above its capacity of 5; `b` has none and refills 1 per ms.
+        let p = Policies::parse(
+            r#"{"p": {"bandwidths": [
+              {"id": "a", "capacity": 5, "initialTokens": 100, "refill": {"kind": "greedy", "tokens": 1, "period": "1s"}},
+              {"id": "b", "capacity": 1000, "initialTokens": 0, "refill": {"kind": "greedy", "tokens": 1000, "period": "1s"}}]}}"#,
+        )
+        .unwrap();
+        let reserve = Command::Reserve { policy: "p".into(), tokens: 50, max_wait_nanos: 10 * MS };
+        let mut held = None;
+        let refused = apply(&mut held, &reserve, &p, T0).unwrap().outcome;
+        assert_eq!((refused.allowed, refused.wait_nanos), (false, 40 * MS), "granted 40 ms on, not never");
+        assert_eq!(refused.bandwidths[0].wait_nanos, 0, "`a` holds the 50 now");
+        assert_eq!(refused.bandwidths[1].wait_nanos, 50 * MS);
+        let granted = apply(&mut held, &reserve, &p, T0 + 40 * MS).unwrap().outcome;
+        assert!(granted.allowed);
+        assert_eq!(granted.bandwidths[0].available, 50);
+    }
+
+    #[test]
     fn a_refused_reservation_is_granted_at_its_retry_time_for_every_refill_kind() {
         // (tokens spent, tokens reserved, max wait): within and beyond capacity.
         let greedy = [(10, 5, 300 * MS), (4, 15, 600 * MS), (10, 25, 1_500 * MS)];
@@ -683,7 +705,7 @@ mod tests {
             for tokens in 1..=45 {
                 for max_wait in [1, 300 * MS, SEC - 1, SEC, SEC + 1, 2 * SEC, 2 * SEC + 1, 3 * SEC + 1] {
                     let granted = full.clone().reserve(tokens, max_wait, best).unwrap().is_some();
-                    assert_eq!(ever_reservable(&full, tokens, max_wait), granted, "{kind} {tokens} {max_wait}");
+                    assert_eq!(ever_reservable(&full, tokens, max_wait, T0), granted, "{kind} {tokens} {max_wait}");
                 }
             }
         }

@@ -29,7 +29,7 @@ pub fn host_and_port_error(authority: &str) -> Option<&'static str> {
     // The URL parser reads a name whose last label is a number as an IPv4 address, and fails on
     // one that is not (`1.2.3.256`, `api.example.1`); its other IPv4 forms (`127.1`, octal,
     // hex) are refused here too, as too easily misread.
-    if ends_in_a_number(host) && host.parse::<Ipv4Addr>().is_err() {
+    if ends_in_a_number(host) && ipv4(host).is_none() {
         return Some("an IPv4 address is four decimal numbers from 0 to 255, such as 192.0.2.1");
     }
     None
@@ -46,12 +46,52 @@ fn ends_in_a_number(host: &str) -> bool {
     }
 }
 
-/// `scheme://host[:port]` in lower case, without the scheme's default port, as browsers send
-/// `Origin` and as the URL parser compares sites.
+/// A dotted-quad IPv4 address, with or without the trailing dot the URL parser drops.
+fn ipv4(host: &str) -> Option<Ipv4Addr> {
+    host.strip_suffix('.').unwrap_or(host).parse().ok()
+}
+
+/// `scheme://host[:port]` as the URL parser serialises it, and so as browsers send `Origin`: in
+/// lower case, an IP address in its shortest form, the port without leading zeros and left out
+/// when it is the scheme's default. Anything it cannot read stays as it is, in lower case.
 pub fn normal_site(site: &str) -> String {
     let lower = site.to_ascii_lowercase();
-    let default_port = if lower.starts_with("https://") { ":443" } else { ":80" };
-    lower.strip_suffix(default_port).map(str::to_owned).unwrap_or(lower)
+    let Some((scheme, authority)) = lower.split_once("://") else { return lower };
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) if !port.contains(']') => (host, Some(port)),
+        _ => (authority, None),
+    };
+    let default_port = if scheme == "https" { 443 } else { 80 };
+    let port = match port.map(|p| (p, p.parse::<u16>())) {
+        None => String::new(),
+        Some((_, Ok(port))) if port == default_port => String::new(),
+        Some((text, Ok(port))) if text.bytes().all(|b| b.is_ascii_digit()) => format!(":{port}"),
+        Some((text, _)) => format!(":{text}"),
+    };
+    let host = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).map(str::parse::<Ipv6Addr>) {
+        Some(Ok(v6)) => format!("[{}]", ipv6_text(v6)),
+        _ => ipv4(host).filter(|_| ends_in_a_number(host)).map_or_else(|| host.to_owned(), |v4| v4.to_string()),
+    };
+    format!("{scheme}://{host}{port}")
+}
+
+/// An IPv6 address as the URL standard writes it: hex pieces without leading zeros, the first
+/// longest run of two or more zero pieces as `::`. (Rust's `Display` writes `::ffff:a.b.c.d`,
+/// which the standard does not.)
+fn ipv6_text(address: Ipv6Addr) -> String {
+    let pieces = address.segments();
+    let (mut longest, mut run) = ((0, 0), (0, 0)); // (start, length)
+    for (at, &piece) in pieces.iter().enumerate() {
+        run = if piece == 0 { (if run.1 == 0 { at } else { run.0 }, run.1 + 1) } else { (0, 0) };
+        if run.1 > longest.1 {
+            longest = run;
+        }
+    }
+    let hex = |pieces: &[u16]| pieces.iter().map(|p| format!("{p:x}")).collect::<Vec<_>>().join(":");
+    if longest.1 < 2 {
+        return hex(&pieces);
+    }
+    format!("{}::{}", hex(&pieces[..longest.0]), hex(&pieces[longest.0 + longest.1..]))
 }
 
 #[cfg(test)]
@@ -92,10 +132,23 @@ mod tests {
     }
 
     #[test]
-    fn a_default_port_counts_as_none() {
-        assert_eq!(normal_site("HTTPS://App.Example.com:443"), "https://app.example.com");
-        assert_eq!(normal_site("http://app.example.com:80"), "http://app.example.com");
-        assert_eq!(normal_site("https://app.example.com:8443"), "https://app.example.com:8443");
-        assert_eq!(normal_site("https://app.example.com:80"), "https://app.example.com:80");
+    fn sites_are_written_as_the_url_parser_serialises_them() {
+        for (written, serialised) in [
+            ("HTTPS://App.Example.com:443", "https://app.example.com"),
+            ("http://app.example.com:80", "http://app.example.com"),
+            ("https://app.example.com:0443", "https://app.example.com"),
+            ("https://x:08443", "https://x:8443"),
+            ("https://app.example.com:80", "https://app.example.com:80"),
+            ("http://[0:0:0:0:0:0:0:1]:8080", "http://[::1]:8080"),
+            ("http://[2001:DB8:0:0:1:0:0:1]", "http://[2001:db8::1:0:0:1]"),
+            ("http://[::ffff:192.0.2.1]", "http://[::ffff:c000:201]"),
+            ("http://[1:0:2:3:4:5:6:7]", "http://[1:0:2:3:4:5:6:7]"),
+            ("http://192.0.2.1.", "http://192.0.2.1"),
+            ("http://example.com.", "http://example.com."),
+            ("https://gw.example", "https://gw.example"),
+            ("no scheme", "no scheme"),
+        ] {
+            assert_eq!(normal_site(written), serialised, "{written}");
+        }
     }
 }
