@@ -252,6 +252,12 @@ mod tests {
         assert_eq!(at("HTTP://10.0.0.5:8080", origin).as_deref(), Some("https://gw.example/"));
         assert_eq!(at("http://10.0.0.5:8080?x#y", origin).as_deref(), Some("https://gw.example/?x#y"));
         assert_eq!(at("//10.0.0.5:8080/x", origin).as_deref(), Some("https://gw.example/x"), "scheme-relative");
+        assert_eq!(
+            at("http://10.0.0.5:08080/x", origin).as_deref(),
+            Some("https://gw.example/x"),
+            "as the parser reads it"
+        );
+        assert_eq!(at("http://10.0.0.5:+80/x", "http://10.0.0.5"), None, "a port the parser refuses");
         for elsewhere in ["/login", "login", "https://10.0.0.5:8080/", "http://10.0.0.5/", "https://idp.example/auth"] {
             assert_eq!(at(elsewhere, origin), None, "{elsewhere}");
         }

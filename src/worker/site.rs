@@ -62,11 +62,13 @@ pub fn normal_site(site: &str) -> String {
         _ => (authority, None),
     };
     let default_port = if scheme == "https" { 443 } else { 80 };
-    let port = match port.map(|p| (p, p.parse::<u16>())) {
-        None => String::new(),
-        Some((_, Ok(port))) if port == default_port => String::new(),
-        Some((text, Ok(port))) if text.bytes().all(|b| b.is_ascii_digit()) => format!(":{port}"),
-        Some((text, _)) => format!(":{text}"),
+    // Digits only (`parse` alone would take `+80`); an empty port is none, as for the parser.
+    let number = port.filter(|p| p.bytes().all(|b| b.is_ascii_digit())).map(str::parse::<u16>);
+    let port = match (port, number) {
+        (None | Some(""), _) => String::new(),
+        (_, Some(Ok(port))) if port == default_port => String::new(),
+        (_, Some(Ok(port))) => format!(":{port}"),
+        (Some(text), _) => format!(":{text}"),
     };
     let host = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).map(str::parse::<Ipv6Addr>) {
         Some(Ok(v6)) => format!("[{}]", ipv6_text(v6)),
@@ -138,6 +140,8 @@ mod tests {
             ("http://app.example.com:80", "http://app.example.com"),
             ("https://app.example.com:0443", "https://app.example.com"),
             ("https://x:08443", "https://x:8443"),
+            ("http://x:+80", "http://x:+80"),
+            ("http://x:", "http://x"),
             ("https://app.example.com:80", "https://app.example.com:80"),
             ("http://[0:0:0:0:0:0:0:1]:8080", "http://[::1]:8080"),
             ("http://[2001:DB8:0:0:1:0:0:1]", "http://[2001:db8::1:0:0:1]"),
