@@ -295,13 +295,16 @@ fn consume(bucket: &mut TokenBucket, tokens: i64, mode: Mode, now: i64) -> Resul
     })
 }
 
-/// A request no bandwidth could ever grant is bad input, not a rejection with an endless wait.
+/// A request no bandwidth could ever grant is bad input, not a rejection with an endless wait. A
+/// bandwidth holds at most its capacity, or its initial tokens where they exceed it (refill stops
+/// at the capacity; the initial tokens stay until spent).
 fn within_capacity(configuration: &crate::BucketConfiguration, tokens: i64) -> Result<(), ApiError> {
-    let smallest = configuration.bandwidths().iter().map(|b| b.capacity()).min().unwrap_or(0);
-    if tokens > smallest {
+    let bandwidths = configuration.bandwidths().iter();
+    let most = bandwidths.map(|b| b.capacity().max(b.initial_tokens())).min().unwrap_or(0);
+    if tokens > most {
         return Err(ApiError::bad_request(
             "TOKENS_EXCEED_CAPACITY",
-            format!("{tokens} tokens can never be granted: the smallest capacity is {smallest}"),
+            format!("{tokens} tokens can never be granted: a bandwidth of the policy holds at most {most}"),
         ));
     }
     Ok(())
@@ -637,6 +640,15 @@ mod tests {
         let granted = apply(&mut held, &reserve, &p, T0 + 40 * MS).unwrap().outcome;
         assert!(granted.allowed);
         assert_eq!(granted.bandwidths[0].available, 50);
+        // A consume may ask for what `a` holds; once it holds less, the answer is never.
+        let mut fresh = None;
+        let consume = |tokens| Command::Consume { policy: "p".into(), tokens, mode: Mode::Try };
+        let later = apply(&mut fresh, &consume(60), &p, T0).unwrap().outcome;
+        assert_eq!((later.allowed, later.wait_nanos), (false, 60 * MS), "`b` has 60 in 60 ms");
+        assert!(apply(&mut fresh, &consume(60), &p, T0 + 60 * MS).unwrap().outcome.allowed);
+        let never = apply(&mut fresh, &consume(60), &p, T0 + 120 * MS).unwrap().outcome;
+        assert_eq!((never.allowed, never.wait_nanos), (false, INFINITY_DURATION), "`a` holds 40 of its 100");
+        assert_eq!(apply(&mut fresh, &consume(101), &p, T0).unwrap_err().code, "TOKENS_EXCEED_CAPACITY");
     }
 
     #[test]
