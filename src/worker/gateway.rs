@@ -50,7 +50,8 @@ pub fn start(req: &Incoming, settings: &Settings, started: f64) -> Step {
     let (PathReading::Clear(read) | PathReading::Unclear { known: read, .. }) = &reading;
     // Any reading: the plain one, or one of an origin that splits, merges or strips more.
     let api_path = |parts: &Vec<String>| settings.api_prefix.heads(parts);
-    if api_path(read) || routes::split_readings(req.path()).iter().any(api_path) {
+    let other_readings = || !routes::one_reading(req.path()) && routes::split_readings(req.path()).iter().any(api_path);
+    if api_path(read) || other_readings() {
         let message = format!(
             "this path reads as the service API's ({}) spelled another way; call the API with its plain path",
             settings.api_prefix.as_str()
