@@ -9,12 +9,9 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 /// name of ASCII letters, digits, `-`, `_` and `.` (punycode for others), a dotted-quad IPv4
 /// address, or a bracketed IPv6 address; a port of digits, at most 65535.
 pub fn host_and_port_error(authority: &str) -> Option<&'static str> {
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((host, port)) if !port.contains(']') => (host, Some(port)),
-        _ => (authority, None),
-    };
-    // Digits only: `parse` alone would take a sign. It refuses an empty port and one past 65535.
-    if port.is_some_and(|p| !p.bytes().all(|b| b.is_ascii_digit()) || p.parse::<u16>().is_err()) {
+    let (host, port) = split_port(authority);
+    // An empty port is refused too: it is a slip in a configuration.
+    if port.is_some_and(|p| port_number(p).is_none()) {
         return Some("a port is 0 to 65535");
     }
     if let Some(v6) = host.strip_prefix('[') {
@@ -33,6 +30,19 @@ pub fn host_and_port_error(authority: &str) -> Option<&'static str> {
         return Some("an IPv4 address is four decimal numbers from 0 to 255, such as 192.0.2.1");
     }
     None
+}
+
+/// `host[:port]` split at the port's `:` (not one inside a bracketed IPv6 address).
+fn split_port(authority: &str) -> (&str, Option<&str>) {
+    match authority.rsplit_once(':') {
+        Some((host, port)) if !port.contains(']') => (host, Some(port)),
+        _ => (authority, None),
+    }
+}
+
+/// A port of digits only (`parse` alone would take a sign, as in `+80`), at most 65535.
+fn port_number(text: &str) -> Option<u16> {
+    text.bytes().all(|b| b.is_ascii_digit()).then(|| text.parse().ok())?
 }
 
 /// The URL standard's "ends in a number": the last label (before one trailing dot) is decimal
@@ -57,18 +67,14 @@ fn ipv4(host: &str) -> Option<Ipv4Addr> {
 pub fn normal_site(site: &str) -> String {
     let lower = site.to_ascii_lowercase();
     let Some((scheme, authority)) = lower.split_once("://") else { return lower };
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((host, port)) if !port.contains(']') => (host, Some(port)),
-        _ => (authority, None),
-    };
+    let (host, port) = split_port(authority);
     let default_port = if scheme == "https" { 443 } else { 80 };
-    // Digits only (`parse` alone would take `+80`); an empty port is none, as for the parser.
-    let number = port.filter(|p| p.bytes().all(|b| b.is_ascii_digit())).map(str::parse::<u16>);
-    let port = match (port, number) {
-        (None | Some(""), _) => String::new(),
-        (_, Some(Ok(port))) if port == default_port => String::new(),
-        (_, Some(Ok(port))) => format!(":{port}"),
-        (Some(text), _) => format!(":{text}"),
+    // An empty port is none, as for the parser; one it refuses stays as written.
+    let port = match port.map(|text| (text, port_number(text))) {
+        None | Some(("", _)) => String::new(),
+        Some((_, Some(port))) if port == default_port => String::new(),
+        Some((_, Some(port))) => format!(":{port}"),
+        Some((text, None)) => format!(":{text}"),
     };
     let host = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).map(str::parse::<Ipv6Addr>) {
         Some(Ok(v6)) => format!("[{}]", ipv6_text(v6)),
