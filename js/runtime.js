@@ -220,18 +220,20 @@ function thrownText(error) {
 
 /**
  * A value Rust reads as a whole (a count, a name, an instant) copied for it: a primitive as it
- * is; an object, which is a type error there whatever it holds, as an empty one of its kind (a
- * byte array as it is: serde reads its bytes, never the caller's code).
+ * is; an object, which is a type error there whatever it holds, as an empty one of its kind (bytes
+ * as empty bytes, a function as `FUNCTION`): serde then names the type in its error without
+ * reading the caller's object, whose getters (a function's `name`, a view's `Symbol.toStringTag`)
+ * and Proxy traps would run inside wasm.
  */
 export function leafCopy(value) {
-  if (isLeaf(value)) return value;
+  if (typeof value === 'function') return FUNCTION;
+  if (typeof value !== 'object' || value === null) return value;
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return new Uint8Array(0);
   return Array.isArray(value) ? [] : {};
 }
 
-/** A primitive or bytes: serde reads it without running the caller's code. */
-function isLeaf(value) {
-  return typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || value instanceof ArrayBuffer;
-}
+/** Stands in for a caller's function (see `leafCopy`); anonymous, its `name` an own empty string. */
+const FUNCTION = Object.freeze(function () {});
 
 /**
  * A duration copied as serde reads it: a primitive, or its own enumerable entries (its parts,
@@ -248,12 +250,13 @@ export function durationCopy(value) {
  * A struct copied as serde-wasm-bindgen reads it: `fields` (a Map from name to how its value is
  * copied) by name, inherited and non-enumerable ones too; any other own enumerable key only as
  * present (`true`) or left out (null or undefined), all the core asks of an unknown field (of an
- * array, whose elements the core never reads here, none).
+ * array or typed array, whose elements the core never reads here, none).
  */
 export function structCopy(value, fields) {
-  if (isLeaf(value)) return value;
+  if (typeof value !== 'object' || value === null) return leafCopy(value);
   const copy = {};
-  for (const name of Array.isArray(value) ? [] : Object.keys(value)) {
+  const elements = Array.isArray(value) || ArrayBuffer.isView(value);
+  for (const name of elements ? [] : Object.keys(value)) {
     if (fields.has(name)) continue;
     const unknown = value[name];
     define(copy, name, unknown === undefined || unknown === null ? unknown : true);

@@ -143,19 +143,22 @@ export class BucketStore {
 
   /** Whether `key` is held: false for a key too long to be held. */
   has(key) {
+    const store = this.#live();
     const length = lookupKey(key);
-    return length >= 0 && this.#raw.has(length);
+    return length >= 0 && store.has(length);
   }
 
   /** Drops `key`; whether it was held (false for a key too long to be held). */
   delete(key) {
+    const store = this.#live();
     const length = lookupKey(key);
-    return length >= 0 && this.#raw.remove(length);
+    return length >= 0 && store.remove(length);
   }
 
   /** Drops every expired key now; how many. */
   removeExpired() {
-    return this.#raw.removeExpired(readClock(this.#clock));
+    const now = readClock(this.#clock); // first: a time meter may free the store
+    return this.#raw.removeExpired(now);
   }
 
   /** Drops every key. */
@@ -176,6 +179,12 @@ export class BucketStore {
     if (this.#raw === FREED) return;
     this.#raw.free();
     this.#raw = FREED;
+  }
+
+  /** The wasm store; throws `STORE_FREED` once freed, also where a call on it would be skipped. */
+  #live() {
+    if (this.#raw === FREED) throw freedError();
+    return this.#raw;
   }
 
   #settle(status, key, again, now) {
@@ -220,10 +229,14 @@ const FREED = new Proxy(
   {},
   {
     get() {
-      throw new EdgeBucketError('STORE_FREED', 'the store was freed (store.free()); create another');
+      throw freedError();
     },
   },
 );
+
+function freedError() {
+  return new EdgeBucketError('STORE_FREED', 'the store was freed (store.free()); create another');
+}
 
 function sameBytes(a, b) {
   return a.length === b.length && a.every((byte, i) => byte === b[i]);

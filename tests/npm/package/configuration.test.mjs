@@ -140,6 +140,45 @@ test("a caller's getter that throws is an EdgeBucketError, read in JS: wasm stay
   assert.throws(() => BucketConfiguration.fromJSON(cyclic), { code: 'INVALID_CONFIGURATION', message: /missing field `capacity`/ });
 });
 
+test('bytes and functions reach wasm only as stand-ins: their getters and traps run in JS or not at all', async () => {
+  // Passed as they were, serde read a typed array's fields and a function's `name` inside wasm:
+  // a throw there escaped without a code, and about 1,500 of them broke every later call.
+  const refill = { kind: 'greedy', tokens: 1, period: '1s' };
+  const namedBadly = () => {
+    const fn = function () {};
+    Object.defineProperty(fn, 'name', { get() { throw new Error('mine: name'); } });
+    return fn;
+  };
+  class Bandwidth extends Uint8Array {
+    get capacity() { throw new Error('mine: capacity'); }
+  }
+  class View extends DataView {
+    get [Symbol.toStringTag]() { throw new Error('mine: toStringTag'); }
+  }
+  const claimsBytes = new Proxy({ ...refill }, {
+    getPrototypeOf: () => ArrayBuffer.prototype,
+    get(target, name) {
+      if (name === 'kind') throw new Error('mine: trap');
+      return target[name];
+    },
+  });
+  const cases = [
+    [() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 5, refill: claimsBytes }] }), 'invalid configuration: reading it threw mine: trap'],
+    [() => BucketConfiguration.fromJSON({ bandwidths: [new Bandwidth(1)] }), 'invalid configuration: reading it threw mine: capacity'],
+    [() => BucketConfiguration.fromJSON({ bandwidths: [new Uint8Array(3)] }), 'invalid configuration: missing field `capacity`'],
+    [() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: new View(new ArrayBuffer(1)), refill }] }), 'invalid configuration: invalid type: byte array, expected i64'],
+    [() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: namedBadly(), refill }] }), 'invalid configuration: invalid type: JsValue(Function), expected i64'],
+    [() => BucketConfiguration.builder().addLimit((l) => l.capacity(1).refillGreedy(1, namedBadly())).build(), /^invalid configuration: invalid type: JsValue\(Function\), expected a duration/],
+  ];
+  const bucket = Bucket.builder().addLimit((l) => l.capacity(10).refillGreedy(10, '1s')).build();
+  for (let i = 0; i < 2000; i++) {
+    for (const [make, message] of cases) assert.throws(make, { name: 'EdgeBucketError', code: 'INVALID_CONFIGURATION', message });
+    await assert.rejects(bucket.asScheduler().tryConsume(1, namedBadly()), { name: 'EdgeBucketError', code: 'INVALID_DURATION' });
+  }
+  assert.equal(bucket.tryConsume(1), true);
+  assert.equal(bucket.getAvailableTokens(), 9);
+});
+
 test('a configuration is read as serde reads it: fields by name, inherited ones too; unknown fields only as present', () => {
   const refill = { kind: 'greedy', tokens: 1, period: '1s' };
   class Limit {

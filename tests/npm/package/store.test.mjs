@@ -394,6 +394,26 @@ test('a freed store throws STORE_FREED; freeing again does nothing', () => {
   assert.throws(() => store.size, { code: 'STORE_FREED' });
 });
 
+test('a store freed by its own time meter, or asked about a key too long to hold, throws STORE_FREED', () => {
+  let freeNow = false;
+  const store = new BucketStore({
+    configuration: limit(3, 1),
+    clock: () => {
+      if (freeNow) store.free();
+      return 0;
+    },
+  });
+  store.tryConsume('k', 1);
+  freeNow = true;
+  assert.throws(() => store.removeExpired(), { code: 'STORE_FREED' }); // was wasm's "null pointer passed to rust"
+  const long = 'x'.repeat(70_000);
+  assert.throws(() => store.has(long), { code: 'STORE_FREED' }); // was false
+  assert.throws(() => store.delete(long), { code: 'STORE_FREED' });
+  const idleGrace = function () {};
+  Object.defineProperty(idleGrace, 'name', { get() { throw new Error('mine: name'); } });
+  assert.throws(() => new BucketStore({ configuration: limit(3, 1), idleGrace }), { name: 'EdgeBucketError', code: 'INVALID_DURATION' });
+});
+
 test('one configuration serves many stores and buckets (it is never consumed)', () => {
   const shared = limit(3, 1);
   const stores = [new BucketStore({ configuration: shared }), new BucketStore({ configuration: shared })];
