@@ -3,7 +3,7 @@
 
 use super::errors::ApiError;
 use super::policy::{item_name, Policies, Policy};
-use super::protocol::{BandwidthView, Command, Mode, Outcome};
+use super::protocol::{round_up, BandwidthView, Command, Mode, Outcome, MILLISECOND};
 use crate::{codec, TokenBucket, INFINITY_DURATION};
 
 const NANOS_PER_SECOND: u128 = 1_000_000_000;
@@ -338,23 +338,44 @@ fn ever_reservable(bucket: &TokenBucket, tokens: i64, max_wait: i64, now: i64) -
 /// refill's wait then rises again after each refill, so the moment is found from when the bucket
 /// is full. If neither moment grants it (bandwidths whose best moments never meet), there is no
 /// time to promise.
+///
+/// The wait is whole milliseconds, as `waitMs` reports it and as the object's clock
+/// (`Date.now()`) decides: a window of grants shorter than a millisecond (a `maxWait` under 1 ms
+/// beyond an interval refill's capacity) may hold no such moment, and a retry aimed into it would
+/// be refused again, for ever. Such a window is passed over for the next ones, up to
+/// [`WINDOWS_TRIED`]; with none found the wait is never. (With periods of whole milliseconds,
+/// as they nearly always are, no later window does better, so never is exact there.)
 fn reservable_in(bucket: &TokenBucket, tokens: i64, max_wait: i64, now: i64) -> Result<i64, ApiError> {
     if !ever_reservable(bucket, tokens, max_wait, now) {
         return Ok(INFINITY_DURATION);
     }
-    let first_from = |at: i64| -> Result<i64, ApiError> {
-        Ok(at.saturating_add(overall_wait(bucket, tokens, at)?.saturating_sub(max_wait).max(0)))
-    };
     let full = now.saturating_add(bucket.diagnostics(now).nanos_to_full_refill);
-    for moment in [first_from(now)?, first_from(full)?] {
-        if moment < INFINITY_DURATION && granted_at(bucket, tokens, max_wait, moment) {
-            // Saturating: a clock more than 292 years before the moment (before 1970) would
-            // overflow; that far off, the wait is as good as never.
-            return Ok(moment.saturating_sub(now));
+    for start in [now, full] {
+        let mut at = start;
+        for _ in 0..WINDOWS_TRIED {
+            let wait = overall_wait(bucket, tokens, at)?;
+            let first = at.saturating_add(wait.saturating_sub(max_wait).max(0));
+            // Whole milliseconds from now; saturating: a clock more than 292 years before the
+            // moment (before 1970) would overflow, and that far off the wait is as good as never.
+            let Some(millis) = round_up(first.saturating_sub(now), MILLISECOND).filter(|_| first < INFINITY_DURATION)
+            else {
+                break;
+            };
+            let tick = now.saturating_add(millis.saturating_mul(MILLISECOND));
+            if granted_at(bucket, tokens, max_wait, tick) {
+                return Ok(tick.saturating_sub(now));
+            }
+            if tick <= at {
+                break;
+            }
+            at = tick;
         }
     }
     Ok(INFINITY_DURATION)
 }
+
+/// How many windows of grants [`reservable_in`] looks at for a moment on a whole millisecond.
+const WINDOWS_TRIED: usize = 8;
 
 /// Whether the refused reservation is granted at the moment its `Retry-After` names (whole
 /// seconds, at least every `t`); without one there is nothing to check.
@@ -673,6 +694,26 @@ mod tests {
                 assert!(!early.allowed, "{case}: the first such moment");
             }
         }
+    }
+
+    #[test]
+    fn a_window_of_grants_shorter_than_a_millisecond_is_retried_only_where_it_holds_one() {
+        // 6 tokens, one beyond capacity, within 500 µs: granted only in the 500 µs before each
+        // refill. With a 2 s period no such window holds a whole millisecond, which is all the
+        // object's clock decides at: the retry time it used to name was refused again, for ever.
+        let reserve = Command::Reserve { policy: "p".into(), tokens: 11, max_wait_nanos: 500_000 };
+        let mut held = None;
+        let never = apply(&mut held, &reserve, &single("intervally", "2s"), T0).unwrap().outcome;
+        assert_eq!((never.allowed, never.wait_nanos), (false, INFINITY_DURATION));
+        // Refills every 1.5 ms: the windows [2.5, 3) ms, [4, 4.5) ms… hold a whole millisecond
+        // every second time. Asked at 2 ms, the first is passed over for the second.
+        let p = single("intervally", "1500us");
+        let mut held = None;
+        apply(&mut held, &Command::Consume { policy: "p".into(), tokens: 1, mode: Mode::Try }, &p, T0).unwrap();
+        let refused = apply(&mut held.clone(), &reserve, &p, T0 + 2 * MS).unwrap().outcome;
+        assert_eq!((refused.allowed, refused.wait_nanos), (false, 2 * MS), "at 4 ms, not 3");
+        assert!(!apply(&mut held.clone(), &reserve, &p, T0 + 3 * MS).unwrap().outcome.allowed);
+        assert!(apply(&mut held.clone(), &reserve, &p, T0 + 4 * MS).unwrap().outcome.allowed);
     }
 
     #[test]
