@@ -220,10 +220,10 @@ function thrownText(error) {
 
 /**
  * A value Rust reads as a whole (a count, a name, an instant) copied for it: a primitive as it
- * is; an object, which is a type error there whatever it holds, as an empty one of its kind (bytes
- * as empty bytes, a function as `FUNCTION`): serde then names the type in its error without
- * reading the caller's object, whose getters (a function's `name`, a view's `Symbol.toStringTag`)
- * and Proxy traps would run inside wasm.
+ * is; an object, which is a type error there whatever it holds, as an empty one of a kind serde
+ * names in its error (an array, a map, bytes for any typed array or buffer, `FUNCTION` for a
+ * function) without reading the caller's object, whose getters (a function's `name`, a view's
+ * `Symbol.toStringTag`) and Proxy traps would run inside wasm.
  */
 export function leafCopy(value) {
   if (typeof value === 'function') return FUNCTION;
@@ -250,13 +250,12 @@ export function durationCopy(value) {
  * A struct copied as serde-wasm-bindgen reads it: `fields` (a Map from name to how its value is
  * copied) by name, inherited and non-enumerable ones too; any other own enumerable key only as
  * present (`true`) or left out (null or undefined), all the core asks of an unknown field (of an
- * array or typed array, whose elements the core never reads here, none).
+ * array, whose elements the core never reads here, none).
  */
 export function structCopy(value, fields) {
   if (typeof value !== 'object' || value === null) return leafCopy(value);
   const copy = {};
-  const elements = Array.isArray(value) || ArrayBuffer.isView(value);
-  for (const name of elements ? [] : Object.keys(value)) {
+  for (const name of Array.isArray(value) ? [] : Object.keys(value)) {
     if (fields.has(name)) continue;
     const unknown = value[name];
     define(copy, name, unknown === undefined || unknown === null ? unknown : true);

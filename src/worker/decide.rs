@@ -330,40 +330,36 @@ fn ever_reservable(bucket: &TokenBucket, tokens: i64, max_wait: i64, now: i64) -
     })
 }
 
-/// How long until a refused reservation would be granted: the first moment its wait is within
-/// `max_wait`, checked on a copy of the bucket; [`INFINITY_DURATION`] when waiting cannot help.
+/// How long until a refused reservation would be granted, in whole milliseconds, checked on a
+/// copy of the bucket; [`INFINITY_DURATION`] when waiting cannot help.
 ///
-/// While no bandwidth fills up, the wait falls as time passes: the moment is `wait - max_wait`
-/// from now. Beyond a bandwidth's capacity the refill stops once it is full, and an interval
-/// refill's wait then rises again after each refill, so the moment is found from when the bucket
-/// is full. If neither moment grants it (bandwidths whose best moments never meet), there is no
-/// time to promise.
-///
-/// The wait is whole milliseconds, as `waitMs` reports it and as the object's clock
-/// (`Date.now()`) decides: a window of grants shorter than a millisecond (a `maxWait` under 1 ms
-/// beyond an interval refill's capacity) may hold no such moment, and a retry aimed into it would
-/// be refused again, for ever. Such a window is passed over for the next ones, up to
-/// [`WINDOWS_TRIED`]; with none found the wait is never. (With periods of whole milliseconds,
-/// as they nearly always are, no later window does better, so never is exact there.)
+/// - From a moment `at`, no grant comes before `at + wait - max_wait` (the wait falls at most as
+///   fast as time passes). That moment is rounded up to the millisecond, as `waitMs` reports it
+///   and as the object's clock (`Date.now()`) decides, and checked; where it is refused the
+///   search hops on from there. Beyond an interval bandwidth's capacity a reservation is granted
+///   only in a window before each refill, which may be shorter than a millisecond (a `maxWait`
+///   under 1 ms, or the brief overlap of several bandwidths' windows) and hold no whole one: a
+///   retry aimed into it would be refused again, for ever.
+/// - [`HOPS`] hops from now, so a wait found is the first whole millisecond that grants; then as
+///   many from when the bucket is full, if the hops fell short of it (beyond capacity the
+///   windows recur from there). None found is never.
 fn reservable_in(bucket: &TokenBucket, tokens: i64, max_wait: i64, now: i64) -> Result<i64, ApiError> {
     if !ever_reservable(bucket, tokens, max_wait, now) {
         return Ok(INFINITY_DURATION);
     }
     let full = now.saturating_add(bucket.diagnostics(now).nanos_to_full_refill);
+    let mut at = now;
     for start in [now, full] {
-        let mut at = start;
-        for _ in 0..WINDOWS_TRIED {
+        at = at.max(start); // from `full` only where the hops from now fell short of it
+        for _ in 0..HOPS {
             let wait = overall_wait(bucket, tokens, at)?;
             let first = at.saturating_add(wait.saturating_sub(max_wait).max(0));
-            // Whole milliseconds from now; saturating: a clock more than 292 years before the
-            // moment (before 1970) would overflow, and that far off the wait is as good as never.
-            let Some(millis) = round_up(first.saturating_sub(now), MILLISECOND).filter(|_| first < INFINITY_DURATION)
-            else {
+            // Past i64::MAX (2262, or a clock before 1970 that far back) is as good as never.
+            let Some(tick) = whole_millis_after(now, first).filter(|_| first < INFINITY_DURATION) else {
                 break;
             };
-            let tick = now.saturating_add(millis.saturating_mul(MILLISECOND));
             if granted_at(bucket, tokens, max_wait, tick) {
-                return Ok(tick.saturating_sub(now));
+                return Ok(tick - now);
             }
             if tick <= at {
                 break;
@@ -374,8 +370,16 @@ fn reservable_in(bucket: &TokenBucket, tokens: i64, max_wait: i64, now: i64) -> 
     Ok(INFINITY_DURATION)
 }
 
-/// How many windows of grants [`reservable_in`] looks at for a moment on a whole millisecond.
-const WINDOWS_TRIED: usize = 8;
+/// How many moments [`reservable_in`] checks from each start: enough for the windows of a few
+/// bandwidths to meet on a whole millisecond, few enough to cost microseconds.
+const HOPS: usize = 32;
+
+/// The first moment at or after `at` that lies a whole number of milliseconds after `now`; `None`
+/// past the range of `i64`.
+fn whole_millis_after(now: i64, at: i64) -> Option<i64> {
+    let millis = round_up(at.checked_sub(now)?, MILLISECOND)?;
+    now.checked_add(millis.checked_mul(MILLISECOND)?)
+}
 
 /// Whether the refused reservation is granted at the moment its `Retry-After` names (whole
 /// seconds, at least every `t`); without one there is nothing to check.
@@ -440,6 +444,8 @@ fn window_seconds(bandwidth: &crate::Bandwidth) -> i64 {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::{prop, prop_assert, prop_assert_eq, prop_oneof, Just, Strategy};
+
     use super::*;
 
     const MS: i64 = 1_000_000;
@@ -714,6 +720,81 @@ mod tests {
         assert_eq!((refused.allowed, refused.wait_nanos), (false, 2 * MS), "at 4 ms, not 3");
         assert!(!apply(&mut held.clone(), &reserve, &p, T0 + 3 * MS).unwrap().outcome.allowed);
         assert!(apply(&mut held.clone(), &reserve, &p, T0 + 4 * MS).unwrap().outcome.allowed);
+    }
+
+    #[test]
+    fn where_several_bandwidths_meet_only_briefly_the_retry_is_the_first_whole_millisecond_of_a_later_window() {
+        // 3 tokens, one beyond both capacities, within 2.5 ms: granted where the windows before a
+        // 14 ms and a 20 ms refill meet, [97.5, 98) ms (no whole one), then [137.5, 140) ms.
+        let p = Policies::parse(
+            r#"{"p": {"bandwidths": [
+                {"capacity": 2, "refill": {"kind": "intervally", "tokens": 1, "period": "14ms"}},
+                {"capacity": 2, "refill": {"kind": "intervally", "tokens": 1, "period": "20ms"}}]}}"#,
+        )
+        .unwrap();
+        let mut held = None;
+        apply(&mut held, &Command::Consume { policy: "p".into(), tokens: 2, mode: Mode::Try }, &p, T0).unwrap();
+        let reserve = Command::Reserve { policy: "p".into(), tokens: 3, max_wait_nanos: 2_500_000 };
+        let refused = apply(&mut held.clone(), &reserve, &p, T0 + MS).unwrap().outcome;
+        assert_eq!((refused.allowed, refused.wait_nanos), (false, 137 * MS), "at 138 ms (was never)");
+        // Near i64::MAX (2262) the millisecond to retry at does not exist: never, not a wait off it.
+        let p = single("greedy", "1s");
+        let late = (i64::MAX / MS) * MS - 499 * MS;
+        let mut held = None;
+        apply(&mut held, &Command::Consume { policy: "p".into(), tokens: 10, mode: Mode::Try }, &p, late).unwrap();
+        let reserve = Command::Reserve { policy: "p".into(), tokens: 5, max_wait_nanos: 300_000 };
+        assert_eq!(apply(&mut held, &reserve, &p, late).unwrap().outcome.wait_nanos, INFINITY_DURATION);
+    }
+
+    /// A bandwidth for [`reservation_retries_are_the_first_whole_millisecond_that_grants`]:
+    /// capacity, refill tokens, kind (0 greedy, 1 intervally, 2 aligned), period in ms, the
+    /// aligned anchor's offset from `T0` in ns, and initial tokens.
+    fn bandwidth() -> impl Strategy<Value = String> {
+        (1i64..=10, 1i64..=10, 0u8..3, 1i64..=20, -10_000_000i64..10_000_000, prop::option::of(0i64..=22)).prop_map(
+            |(capacity, tokens, kind, period_ms, offset, initial)| {
+                let tokens = tokens.min(capacity);
+                let kind = match kind {
+                    0 => r#""kind": "greedy""#.to_string(),
+                    1 => r#""kind": "intervally""#.to_string(),
+                    _ => format!(r#""kind": "intervallyAligned", "firstRefillTime": {}"#, (T0 + offset) / MS),
+                };
+                let initial = initial.map_or(String::new(), |i| format!(r#", "initialTokens": {}"#, i.min(2 * capacity + 2)));
+                format!(r#"{{"capacity": {capacity}{initial}, "refill": {{{kind}, "tokens": {tokens}, "period": "{period_ms}ms"}}}}"#)
+            },
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+        /// With periods of whole milliseconds, a refused reservation's wait is exactly the first
+        /// whole millisecond (the object's clock) at which it is granted, found by trying each
+        /// one up to 3 s on; never only when none of them grants it.
+        #[test]
+        fn reservation_retries_are_the_first_whole_millisecond_that_grants(
+            bandwidths in prop::collection::vec(bandwidth(), 1..=3),
+            spent in 0i64..=20,
+            into_debt in proptest::bool::ANY,
+            later_ms in 0i64..30,
+            tokens in 1i64..=13,
+            max_wait in prop_oneof![Just(1i64), Just(999_999), Just(1_500_000), Just(2_500_000), 1i64..20 * MS],
+        ) {
+            let p = Policies::parse(&format!(r#"{{"p": {{"bandwidths": [{}]}}}}"#, bandwidths.join(","))).unwrap();
+            let mode = if into_debt { Mode::IgnoreLimits } else { Mode::Try };
+            let mut held = None;
+            let _ = apply(&mut held, &Command::Consume { policy: "p".into(), tokens: spent.max(1), mode }, &p, T0);
+            let Some(held) = held else { return Ok(()) };
+            let now = T0 + later_ms * MS;
+            let reserve = Command::Reserve { policy: "p".into(), tokens, max_wait_nanos: max_wait };
+            let Ok(effect) = apply(&mut Some(held.clone()), &reserve, &p, now) else { return Ok(()) };
+            if effect.outcome.allowed {
+                return Ok(());
+            }
+            let first = (0..=3_000).find(|ms| granted_at(&held.bucket, tokens, max_wait, now + ms * MS));
+            match first {
+                Some(ms) => prop_assert_eq!(effect.outcome.wait_nanos, ms * MS),
+                None => prop_assert!(effect.outcome.wait_nanos > 3_000 * MS, "{} ns", effect.outcome.wait_nanos),
+            }
+        }
     }
 
     #[test]

@@ -177,6 +177,9 @@ test('bytes and functions reach wasm only as stand-ins: their getters and traps 
   }
   assert.equal(bucket.tryConsume(1), true);
   assert.equal(bucket.getAvailableTokens(), 9);
+  // A typed array where a struct belongs is read as any object is: its misspelt fields too.
+  const misspelt = Object.assign(new Uint8Array(0), { capacity: 5, refill, initalTokens: 3 });
+  assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [misspelt] }), { code: 'INVALID_CONFIGURATION', message: /unknown field `initalTokens`/ });
 });
 
 test('a configuration is read as serde reads it: fields by name, inherited ones too; unknown fields only as present', () => {
