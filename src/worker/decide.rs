@@ -701,7 +701,7 @@ mod tests {
 
     #[test]
     fn a_window_of_grants_shorter_than_a_millisecond_is_retried_only_where_it_holds_one() {
-        // 6 tokens, one beyond capacity, within 500 µs: granted only in the 500 µs before each
+        // 11 tokens, one beyond capacity, within 500 µs: granted only in the 500 µs before each
         // refill. With a 2 s period no such window holds a whole millisecond, which is all the
         // object's clock decides at: the retry time it used to name was refused again, for ever.
         let reserve = Command::Reserve { policy: "p".into(), tokens: 11, max_wait_nanos: 500_000 };
