@@ -155,23 +155,13 @@ fn inherited_last_refill(old: &Bandwidth, state: BandwidthState, new: &Bandwidth
     }
 }
 
-/// Where `new`'s refill starts counting when it inherits no time: `now`, or for an aligned
-/// schedule its last boundary at or before `now` (one period before its first refill while that
-/// is ahead). Not the anchor itself: a schedule anchored in the past would be credited every
-/// period since, and an emptied bucket come back full at the replacement.
+/// Where `new`'s refill starts counting when it inherits no time: where a fresh `new` created at
+/// `now` counts from, refilled to `now`. That is `now`, or for an aligned schedule its last
+/// boundary at or before `now` (one period before its first refill while that is ahead). Not the
+/// anchor itself: a schedule anchored in the past would be credited every period since, and an
+/// emptied bucket come back full at the replacement.
 fn schedule_start(new: &Bandwidth, now: i64) -> i64 {
-    match new.refill.kind {
-        RefillKind::IntervallyAligned { first_refill_nanos: first, .. } => {
-            let period = new.refill.period_nanos;
-            // first >= 0 and period > 0: neither the difference nor the result can overflow.
-            if first > now {
-                first - period
-            } else {
-                first + (now - first) / period * period
-            }
-        }
-        _ => now,
-    }
+    BandwidthState::initial(new, now).refilled(new, now).last_refill_nanos
 }
 
 /// `level` (in `old`'s unit) in `new`'s unit: whole tokens kept, the fraction rescaled exactly
