@@ -5,7 +5,8 @@
 //   until it closes (or its tab does, which frees the lock), and the next in line takes over.
 // - A follower's `acquire` is a message answered by the leader's grant. Unanswered within
 //   ANSWER_WITHIN (no leader yet, or it just left), it reads as a short wait and the queue asks
-//   again; a grant that arrives too late is handed back (`refund`), so no token leaks.
+//   again; a grant that arrives too late is handed back (`refund`), so no token leaks. A context
+//   that takes the lead answers its own questions still waiting.
 // - Responses go to the leader as `observe`, failures as `release`, grants never used as
 //   `refund`; the leader tells everyone `changed` when a waiting request might now go. A
 //   follower that closes releases the tickets it still holds, and for ANSWER_WITHIN keeps
@@ -102,6 +103,7 @@ export function sharedPacer(name, makePacer) {
         post({ type: 'changed' });
       });
       post({ type: 'leader', epoch, from: me });
+      answerOwnQuestions();
       changed();
       heartbeat = setInterval(() => post({ type: 'state', state: leader.export(), final: false, epoch, from: me }), STATE_EVERY);
       heartbeat.unref?.();
@@ -149,7 +151,7 @@ export function sharedPacer(name, makePacer) {
 
   function ask(demand) {
     const id = nextQuestion++;
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       // Cleared once answered: a timer left running would keep a Node process alive for nothing.
       const asked = Date.now();
       const timer = setTimeout(() => {
@@ -157,9 +159,26 @@ export function sharedPacer(name, makePacer) {
         unansweredSince ??= asked;
         resolve({ ok: false, wait: ASK_AGAIN, reason: 'leader' });
       }, ANSWER_WITHIN);
-      pending.set(id, { resolve, timer });
+      pending.set(id, { resolve, reject, timer, demand });
       post({ type: 'acquire', from: me, id, demand });
     });
+  }
+
+  /**
+   * Answers, from this context's new leader pacer, the questions it asked while it had none: a
+   * channel never delivers to its sender, so they would otherwise wait out ANSWER_WITHIN. In a
+   * browser the lock is granted in a later task, after a page's first requests have asked.
+   */
+  function answerOwnQuestions() {
+    for (const [id, { resolve, reject, timer, demand }] of pending) {
+      pending.delete(id);
+      clearTimeout(timer);
+      try {
+        resolve(leader.acquire(demand));
+      } catch (error) {
+        reject(error); // as the pacer's own throw would reach the queue
+      }
+    }
   }
 
   /** A grant from this context's own pacer, while no leader answers. */

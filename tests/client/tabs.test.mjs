@@ -49,6 +49,17 @@ window.load = async ({ api, rate, seconds, share }) => {
   await Promise.all(pending);
   return { statuses, stats: client.stats(), leading };
 };
+// A lone tab's first request, made at once as a page does on load: how it was paced, and when.
+window.first = async ({ api, share }) => {
+  const reasons = [];
+  const client = createClient({ share, hooks: { paced: [(event) => reasons.push(event.reason)] } });
+  const started = performance.now();
+  const response = await client(api);
+  const tookMs = performance.now() - started;
+  const { paced } = client.stats();
+  client.close();
+  return { status: response.status, tookMs, paced, reasons };
+};
 window.ready = true;
 </script>`;
 
@@ -119,4 +130,22 @@ test('one tab, cross-origin: with Access-Control-Expose-Headers it paces; withou
   assert.ok(hidden.stats.rejected.length < hidden.stats.admitted.length, 'and learned');
   assert.ok(learned.statuses.includes(200));
   assert.deepEqual(errors, []);
+});
+
+test('a lone tab\'s first request goes at once: the tab that wins the lead answers its own waiting question', async (t) => {
+  const server = await startServer({ capacity: 10, window: 1, files: { '/': { type: 'text/html', body: PAGE }, ...packageFiles() } });
+  t.after(() => server.close());
+  const context = await launch(t);
+  const errors = [];
+  const tab = await open(context, `${server.url}/`, errors);
+  // Alone first, so that both find the wasm compiled. Browsers grant a Web Lock in a later task,
+  // after the first request has asked for a leader.
+  const alone = await tab.evaluate((options) => window.first(options), { api: `${server.url}/api/first`, share: false });
+  const shared = await tab.evaluate((options) => window.first(options), { api: `${server.url}/api/first`, share: 'first-test' });
+  t.diagnostic(`first request: ${shared.tookMs.toFixed(1)} ms sharing, ${alone.tookMs.toFixed(1)} ms alone`);
+  assert.deepEqual(errors, []);
+  assert.equal(shared.status, 200);
+  assert.deepEqual(shared.reasons, [], 'never told to wait for a leader');
+  assert.equal(shared.paced, 0);
+  assert.ok(shared.tookMs < 200, `not held for the 250 ms a question waits for an answer: ${shared.tookMs} ms`);
 });
