@@ -4,9 +4,10 @@
 //!   workers-rs), the policy name in TEXT, the idle deadline (epoch milliseconds) in REAL.
 //! - Reading never creates the table, so an unknown key stays free; the first write does.
 //! - A write is one statement, made once per object instance and run with its three bindings
-//!   as arguments.
+//!   as arguments; the storage handle and the policy's name are kept as JavaScript values, so a
+//!   write crosses into JavaScript for the state's bytes and the statement only.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use worker::wasm_bindgen::{prelude::wasm_bindgen, JsCast, JsValue};
 use worker::{js_sys, SqlStorage, SqlStorageValue};
@@ -42,26 +43,36 @@ pub struct Stored {
 /// Reads and writes the row; remembers whether the table exists.
 #[derive(Debug)]
 pub struct BucketRow {
+    /// The object's SQL storage, fetched once: `state.storage.sql` is two calls into the runtime.
+    sql: SqlStorage,
     /// Whether this instance has seen the table (read it, or created it).
     table_ready: Cell<bool>,
     /// [`WRITE`] as a JavaScript string, made once: the statement's text would otherwise cross
     /// the boundary on every write.
     write: JsValue,
-}
-
-impl Default for BucketRow {
-    fn default() -> Self {
-        BucketRow { table_ready: Cell::new(false), write: JsValue::from_str(WRITE) }
-    }
+    /// The policy name last written, and the same as a JavaScript string: an object's policy
+    /// rarely changes, so its name need not cross on every write.
+    policy: RefCell<(String, JsValue)>,
 }
 
 impl BucketRow {
+    /// The row in `sql`, the storage of the object that holds it.
+    pub fn new(sql: SqlStorage) -> Self {
+        BucketRow {
+            sql,
+            table_ready: Cell::new(false),
+            write: JsValue::from_str(WRITE),
+            policy: RefCell::new((String::new(), JsValue::from_str(""))),
+        }
+    }
+
     /// The stored bucket, `None` when there is none.
     ///
     /// # Errors
     /// `STORAGE_ERROR` when storage fails; `STORAGE_CORRUPT` ([`is_undecodable`]) when the row
     /// is there but cannot be read as a bucket.
-    pub fn read(&self, sql: &SqlStorage) -> Result<Option<Stored>, ApiError> {
+    pub fn read(&self) -> Result<Option<Stored>, ApiError> {
+        let sql = &self.sql;
         let tables = sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'bucket'", None);
         let exists = tables.map_err(ApiError::storage)?.raw().next().is_some();
         self.table_ready.set(exists);
@@ -93,11 +104,12 @@ impl BucketRow {
     ///
     /// # Errors
     /// `STORAGE_ERROR`; the table is then looked for again on the next write.
-    pub fn write(&self, sql: &SqlStorage, policy: &str, state: &[u8], idle_until: f64) -> Result<(), ApiError> {
-        let written = self.create_table(sql).and_then(|()| {
-            let raw: &RawSql = sql.as_ref().unchecked_ref();
+    pub fn write(&self, policy: &str, state: &[u8], idle_until: f64) -> Result<(), ApiError> {
+        let written = self.create_table().and_then(|()| {
+            let raw: &RawSql = self.sql.as_ref().unchecked_ref();
             let state = js_sys::Uint8Array::from(state);
-            raw.exec3(&self.write, &policy.into(), &state, &idle_until.into()).map_err(ApiError::storage)
+            let policy = self.policy_value(policy);
+            raw.exec3(&self.write, &policy, &state, &idle_until.into()).map_err(ApiError::storage)
         });
         if written.is_err() {
             self.forget();
@@ -110,9 +122,18 @@ impl BucketRow {
         self.table_ready.set(false);
     }
 
-    fn create_table(&self, sql: &SqlStorage) -> Result<(), ApiError> {
+    /// `policy` as a JavaScript string, made anew only when it differs from the last one.
+    fn policy_value(&self, policy: &str) -> JsValue {
+        let mut last = self.policy.borrow_mut();
+        if last.0 != policy {
+            *last = (policy.to_owned(), JsValue::from_str(policy));
+        }
+        last.1.clone()
+    }
+
+    fn create_table(&self) -> Result<(), ApiError> {
         if !self.table_ready.get() {
-            sql.exec(
+            self.sql.exec(
                 "CREATE TABLE IF NOT EXISTS bucket (id INTEGER PRIMARY KEY, policy TEXT NOT NULL, state BLOB NOT NULL, idle_until REAL NOT NULL)",
                 None,
             )

@@ -54,12 +54,12 @@ pub struct BucketObject {
 impl worker::DurableObject for BucketObject {
     fn new(state: State, env: Env) -> Self {
         BucketObject {
+            row: BucketRow::new(state.storage().sql()),
             state,
             env,
             held: Rc::new(RefCell::new(None)),
             idle_until: Cell::new(0.0),
             alarm: IdleAlarm::default(),
-            row: BucketRow::default(),
         }
     }
 
@@ -201,7 +201,7 @@ impl BucketObject {
         if self.held.borrow().is_some() {
             return Ok(());
         }
-        let stored = self.row.read(&self.state.storage().sql())?;
+        let stored = self.row.read()?;
         let held = stored.map(|stored| {
             self.idle_until.set(stored.idle_until);
             stored.held
@@ -231,8 +231,7 @@ impl BucketObject {
             let expiry = held.bucket.idle_expiry_nanos(decide::idle_keep(grace(settings, held)), now);
             let ttl_millis = round_up(expiry, MILLISECOND).unwrap_or(i64::MAX);
             let idle_until = idle_deadline(now, ttl_millis).max(promised_until);
-            let sql = self.state.storage().sql();
-            self.row.write(&sql, &held.policy, &held.encode(), idle_until).map(|()| idle_until)
+            self.row.write(&held.policy, &held.encode(), idle_until).map(|()| idle_until)
         };
         match written {
             Ok(idle_until) => {
