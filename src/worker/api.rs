@@ -281,7 +281,8 @@ pub struct DecisionBody<'a> {
     pub at: i64,
     /// Each bandwidth after the decision.
     pub bandwidths: Vec<BandwidthBody<'a>>,
-    /// `local` when the in-isolate fallback decided, `open` when failing open.
+    /// `local` when the in-isolate fallback decided, `open` when failing open, `closed` when a
+    /// shadow policy failing closed let its refusal through.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<&'static str>,
     /// True when shadow mode admitted a request the bucket rejected.
