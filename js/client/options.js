@@ -38,8 +38,15 @@ function shown(value) {
   }
 }
 
+/** `value`, or `fallback` when it is undefined: `null` is a value like any other, and refused where it does not fit. */
+function orDefault(value, fallback) {
+  return value === undefined ? fallback : value;
+}
+
 function plainObject(value, what) {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+  // By tag, not prototype: a Map's or Date's entries are no options, but an object made in
+  // another realm (an iframe) or a class instance holding fields still reads as one.
+  if (value === null || typeof value !== 'object' || Object.prototype.toString.call(value) !== '[object Object]') {
     throw invalid(`${what} must be an object, got ${shown(value)}`);
   }
   return value;
@@ -117,30 +124,30 @@ function hookOptions(value) {
  */
 export function clientOptions(options = {}) {
   knownKeys(plainObject(options, 'createClient options'), CLIENT_KEYS, 'createClient');
-  const fetch = options.fetch ?? globalThis.fetch;
+  const fetch = options.fetch === undefined ? globalThis.fetch : fn(options.fetch, 'fetch');
   if (typeof fetch !== 'function') throw invalid('no fetch: pass options.fetch (this runtime has no global fetch)');
-  const jitter = options.jitter ?? 0.1;
+  const jitter = orDefault(options.jitter, 0.1);
   if (!(typeof jitter === 'number' && jitter >= 0 && jitter <= 1)) throw invalid(`jitter must be a number from 0 to 1, got ${shown(jitter)}`);
   // A client on a clock of its own (a test's, a simulation's) cannot share one model with others
   // on the real clock: the leading client's clock would decide for it.
-  const share = options.share ?? options.clock === undefined;
+  const share = orDefault(options.share, options.clock === undefined);
   if (!(typeof share === 'boolean' || (typeof share === 'string' && share.length > 0))) {
     throw invalid(`share must be true, false or a non-empty name, got ${shown(share)}`);
   }
-  const cost = options.cost ?? 1;
+  const cost = orDefault(options.cost, 1);
   if (typeof cost !== 'function') positiveInteger(cost, 'cost');
-  const probe = options.probe ?? true;
+  const probe = orDefault(options.probe, true);
   if (typeof probe !== 'boolean') throw invalid(`probe must be true or false, got ${shown(probe)}`);
   return {
     // Called as a plain function: a browser's fetch called as a method of another object (these
     // options) throws "Illegal invocation", so even `{ fetch: globalThis.fetch }` must not be.
     fetch: options.fetch === undefined ? fetch.bind(globalThis) : (input, init) => fetch(input, init),
-    concurrency: positiveInteger(options.concurrency ?? 8, 'concurrency', { infinity: true }),
-    maxQueue: positiveInteger(options.maxQueue ?? 1000, 'maxQueue', { infinity: true }),
+    concurrency: positiveInteger(orDefault(options.concurrency, 8), 'concurrency', { infinity: true }),
+    maxQueue: positiveInteger(orDefault(options.maxQueue, 1000), 'maxQueue', { infinity: true }),
     timeout: timeout(options.timeout, 'timeout'),
     retry: retryOptions(options.retry),
     jitter,
-    priority: priority(options.priority ?? 0, 'priority'),
+    priority: priority(orDefault(options.priority, 0), 'priority'),
     cost,
     partition: options.partition === undefined ? undefined : fn(options.partition, 'partition'),
     share,
@@ -161,7 +168,7 @@ export function clientOptions(options = {}) {
 export function requestOptions(value, client, request) {
   const own = value === undefined ? {} : plainObject(value, 'init.edgebucket');
   knownKeys(own, REQUEST_KEYS, 'init.edgebucket');
-  const cost = own.cost ?? (typeof client.cost === 'function' ? client.cost(request) : client.cost);
+  const cost = own.cost !== undefined ? own.cost : typeof client.cost === 'function' ? client.cost(request) : client.cost;
   return {
     priority: own.priority === undefined ? client.priority : priority(own.priority, 'init.edgebucket.priority'),
     cost: positiveInteger(cost, own.cost === undefined ? 'the cost option\'s result' : 'init.edgebucket.cost'),

@@ -40,6 +40,16 @@ test('bad options are EdgeBucketErrors with code INVALID_ARGUMENT, the package\'
     [{ timeout: NaN }, /timeout must be a positive number of milliseconds or false, got NaN/],
     [{ priority: Infinity }, /priority must be a finite number, got Infinity/],
     ['fast', /must be an object/],
+    // null is no default: only a missing option (undefined) is.
+    [{ fetch: null }, /fetch must be a function, got null/],
+    [{ concurrency: null }, /concurrency must be a positive integer or Infinity, got null/],
+    [{ maxQueue: null }, /maxQueue must be a positive integer or Infinity, got null/],
+    [{ jitter: null }, /jitter must be a number from 0 to 1, got null/],
+    [{ share: null }, /share must be true, false or a non-empty name, got null/],
+    [{ probe: null }, /probe must be true or false, got null/],
+    [{ cost: null }, /cost must be a positive integer, got null/],
+    [{ priority: null }, /priority must be a finite number, got null/],
+    [new Map([['concurrency', 2]]), /createClient options must be an object/],
   ];
   for (const [options, message] of bad) {
     assert.throws(() => createClient(options), (e) => e instanceof EdgeBucketError && e instanceof PackageError &&
@@ -48,6 +58,7 @@ test('bad options are EdgeBucketErrors with code INVALID_ARGUMENT, the package\'
   const client = createClient({ share: false });
   await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { cost: -1 } }), { code: 'INVALID_ARGUMENT' });
   await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { prio: 1 } }), { code: 'INVALID_ARGUMENT' });
+  await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { cost: null } }), /init.edgebucket.cost must be a positive integer, got null/);
 });
 
 test('a request past maxQueue fails with QUEUE_FULL at once, and the dropped hook says so', async (t) => {
