@@ -110,8 +110,22 @@ export interface RetryOptions {
 }
 
 export interface ClientOptions {
-  /** The fetch to wrap, called as a plain function (`this` undefined). Default `globalThis.fetch`. */
-  fetch?: (input: Request, init?: object) => Promise<Response>;
+  /**
+   * The fetch to wrap, called as a plain function (`this` undefined) with a `Request` of the
+   * platform (its signal also ends at the client's timeout) and the `init` fields a `Request`
+   * does not hold (undici's `dispatcher`, …). Default `globalThis.fetch`.
+   *
+   * A fetch that takes no platform `Request` (node-fetch, the npm `undici` package's own fetch)
+   * is wrapped through its URL and fields:
+   * @example
+   * createClient({
+   *   fetch: (request, extra) => nodeFetch(request.url, {
+   *     method: request.method, headers: request.headers, signal: request.signal,
+   *     body: request.body && Readable.fromWeb(request.body), ...extra,
+   *   }),
+   * });
+   */
+  fetch?: (request: Request, extra?: object) => Promise<Response>;
   /** Most requests in flight at once. Default 8. */
   concurrency?: number;
   /**
