@@ -119,9 +119,9 @@ export interface ClientOptions {
    * is wrapped through its URL and fields:
    * @example
    * createClient({
-   *   fetch: (request, extra) => nodeFetch(request.url, {
-   *     method: request.method, headers: request.headers, signal: request.signal,
-   *     body: request.body && Readable.fromWeb(request.body), ...extra,
+   *   fetch: async (request, extra) => nodeFetch(request.url, {
+   *     method: request.method, headers: request.headers, redirect: request.redirect, signal: request.signal,
+   *     body: request.body ? new Uint8Array(await request.arrayBuffer()) : undefined, ...extra,
    *   }),
    * });
    */

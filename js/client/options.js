@@ -43,10 +43,15 @@ function orDefault(value, fallback) {
   return value === undefined ? fallback : value;
 }
 
+/** `object`'s fields that are not undefined: a field set to undefined takes its default. */
+function defined(object) {
+  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined));
+}
+
 function plainObject(value, what) {
-  // By tag, not prototype: a Map's or Date's entries are no options, but an object made in
-  // another realm (an iframe) or a class instance holding fields still reads as one.
-  if (value === null || typeof value !== 'object' || Object.prototype.toString.call(value) !== '[object Object]') {
+  // Collections (an array, a Map) hold their entries where options are not read; any other
+  // object (a class instance, a module namespace, one made in another realm) is read by its keys.
+  if (value === null || typeof value !== 'object' || typeof value[Symbol.iterator] === 'function') {
     throw invalid(`${what} must be an object, got ${shown(value)}`);
   }
   return value;
@@ -90,7 +95,7 @@ function retryOptions(value) {
   if (value === false) return { ...DEFAULT_RETRY, limit: 0 };
   if (typeof value === 'number') return { ...DEFAULT_RETRY, limit: positiveInteger(value, 'retry', { zero: true }) };
   knownKeys(plainObject(value, 'retry'), RETRY_KEYS, 'retry');
-  const retry = { ...DEFAULT_RETRY, ...value };
+  const retry = { ...DEFAULT_RETRY, ...defined(value) };
   positiveInteger(retry.limit, 'retry.limit', { zero: true });
   if (!Array.isArray(retry.methods) || !retry.methods.every((m) => typeof m === 'string')) {
     throw invalid(`retry.methods must be an array of method names, got ${shown(retry.methods)}`);
@@ -110,7 +115,7 @@ function hookOptions(value) {
   const hooks = { paced: [], retry: [], dropped: [] };
   if (value === undefined) return hooks;
   knownKeys(plainObject(value, 'hooks'), HOOK_KEYS, 'hooks');
-  for (const [name, given] of Object.entries(value)) {
+  for (const [name, given] of Object.entries(defined(value))) {
     const list = Array.isArray(given) ? given : [given];
     hooks[name] = list.map((hook, i) => fn(hook, `hooks.${name}[${i}]`));
   }

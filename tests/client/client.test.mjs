@@ -50,10 +50,17 @@ test('bad options are EdgeBucketErrors with code INVALID_ARGUMENT, the package\'
     [{ cost: null }, /cost must be a positive integer, got null/],
     [{ priority: null }, /priority must be a finite number, got null/],
     [new Map([['concurrency', 2]]), /createClient options must be an object/],
+    [{ retry: { limit: null } }, /retry.limit must be a non-negative integer, got null/],
+    [{ hooks: { paced: null } }, /hooks.paced\[0\] must be a function, got null/],
   ];
   for (const [options, message] of bad) {
     assert.throws(() => createClient(options), (e) => e instanceof EdgeBucketError && e instanceof PackageError &&
       e.code === 'INVALID_ARGUMENT' && message.test(e.message), JSON.stringify(options));
+  }
+  // Undefined is missing, at every level; any object that is not a collection holds options.
+  const options = class { concurrency = 3; share = false; get [Symbol.toStringTag]() { return 'Options'; } };
+  for (const given of [{ share: false, retry: { limit: undefined }, hooks: { paced: undefined }, jitter: undefined }, new options()]) {
+    assert.equal(typeof createClient(given), 'function', JSON.stringify(given));
   }
   const client = createClient({ share: false });
   await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { cost: -1 } }), { code: 'INVALID_ARGUMENT' });
