@@ -109,7 +109,7 @@ impl BucketRow {
             let raw: &RawSql = self.sql.as_ref().unchecked_ref();
             let state = js_sys::Uint8Array::from(state);
             let policy = self.policy_value(policy);
-            raw.exec3(&self.write, &policy, &state, &idle_until.into()).map_err(ApiError::storage)
+            raw.exec3(&self.write, &policy.1, &state, &idle_until.into()).map_err(ApiError::storage)
         });
         if written.is_err() {
             self.forget();
@@ -122,13 +122,13 @@ impl BucketRow {
         self.table_ready.set(false);
     }
 
-    /// `policy` as a JavaScript string, made anew only when it differs from the last one.
-    fn policy_value(&self, policy: &str) -> JsValue {
-        let mut last = self.policy.borrow_mut();
-        if last.0 != policy {
-            *last = (policy.to_owned(), JsValue::from_str(policy));
+    /// `policy` and the same as a JavaScript string (lent, not cloned: a clone is a call into
+    /// JavaScript too), made anew only when it differs from the last one.
+    fn policy_value(&self, policy: &str) -> std::cell::Ref<'_, (String, JsValue)> {
+        if self.policy.borrow().0 != policy {
+            *self.policy.borrow_mut() = (policy.to_owned(), JsValue::from_str(policy));
         }
-        last.1.clone()
+        self.policy.borrow()
     }
 
     fn create_table(&self) -> Result<(), ApiError> {
