@@ -7,14 +7,14 @@ SHELL := bash
 FUZZ_SECONDS ?= 60
 CARGO_FUZZ_VERSION := 0.13.2
 
-.PHONY: setup test lint unit docs fuzz-check demo bench fuzz worker-build worker-lint worker-test bench-worker
+.PHONY: setup test lint unit docs fuzz-check demo demo-test bench fuzz worker-build worker-lint worker-test bench-worker
 
 ## Install the pinned Rust toolchain, components and targets (rust-toolchain.toml).
 setup:
 	rustup toolchain install
 
 ## Everything CI runs.
-test: setup lint unit docs fuzz-check worker-test npm-test client-test
+test: setup lint unit docs fuzz-check worker-test npm-test client-test demo-test
 
 lint:
 	cargo fmt --check
@@ -34,6 +34,10 @@ fuzz-check:
 ## scripted client printing decisions and headers, then a clean stop.
 demo: worker-build package
 	node examples/worker_demo.mjs
+
+## `make demo` as a test: it exits 0 only if every step went as it says, and stops wrangler.
+demo-test: worker-build package
+	node --test tests/demo/*.test.mjs
 
 ## The Cloudflare Worker (src/worker/): build with worker-build into build/.
 worker-build: setup

@@ -3,6 +3,9 @@
 // (edgebucket/client) sending a backlog through the gateway without a 429, a
 // restart that shows the bucket survives, and a clean stop. Run `make worker-build` and
 // `make package` first (make demo does).
+//
+// Each step checks what it says happened; if the worker did otherwise, the demo lists what and
+// exits with status 1 (tests/demo runs it in `make test`).
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -17,6 +20,16 @@ const ADMIN = 'demo-admin-token';
 const SERVICE = 'demo-service-token'; // the worker's API_KEY secret: service calls need it
 const API_KEY = 'demo-api-key'; // a gateway user's X-API-Key
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** What went otherwise than the demo tells. */
+const surprises = [];
+
+/** Records (and prints, where it happened) a claim of the demo that did not hold. */
+function expect(holds, claim) {
+  if (holds) return;
+  surprises.push(claim);
+  console.log(`       NOT AS DESCRIBED: ${claim}`);
+}
 
 async function freePort() {
   const server = net.createServer();
@@ -106,29 +119,43 @@ async function main() {
     }
 
     console.log('\n1. Service API: POST /v1/buckets/demo-user/consume {"policy":"demo"}');
+    const firstDecisionAt = Date.now();
     const first = await fetch(`${base}/v1/buckets/demo-user/consume`, post({ policy: 'demo' }));
     console.log(`   RateLimit-Policy: ${first.headers.get('RateLimit-Policy')}   (burst 5 refilled 2/s, 12 per minute)`);
     show('#1', first);
+    const burst = [first.status];
     let retryAfter = 0;
     for (let i = 2; i <= 7; i++) {
       const r = await fetch(`${base}/v1/buckets/demo-user/consume`, post({ policy: 'demo' }));
       const body = await r.json();
       show(`#${i}`, r, r.status === 429 ? `violated-policies ${JSON.stringify(body['violated-policies'])}, waitMs ${body.waitMs}` : '');
-      if (r.status === 429) retryAfter = Number(r.headers.get('Retry-After'));
+      if (r.status === 429) {
+        retryAfter = Number(r.headers.get('Retry-After'));
+        expect(JSON.stringify(body['violated-policies']) === '["burst"]', `#${i} names "burst" as the violated policy`);
+      }
+      burst.push(r.status);
     }
+    expect(burst.slice(0, 5).every((s) => s === 200), 'the first five (the burst) are allowed');
+    // The burst refills 2 per second, so #6 and #7 would both pass only a second or more later.
+    expect(burst.slice(5).includes(429) && retryAfter >= 1, '#6 or #7 is refused with a Retry-After');
     console.log(`   waiting ${retryAfter} s, as Retry-After says`);
     await sleep(retryAfter * 1000);
-    show('#8', await fetch(`${base}/v1/buckets/demo-user/consume`, post({ policy: 'demo' })));
+    const eighth = await fetch(`${base}/v1/buckets/demo-user/consume`, post({ policy: 'demo' }));
+    show('#8', eighth);
+    expect(eighth.status === 200, '#8, after waiting as Retry-After said, is allowed');
 
     console.log('\n2. Reserve: 3 tokens, waiting at most 5 s');
     const reserved = await fetch(`${base}/v1/buckets/demo-user/reserve`, post({ policy: 'demo', tokens: 3, maxWait: '5s' }));
     const reservation = await reserved.json();
     show('', reserved, `reserved: ${reservation.allowed}, proceed in ${reservation.waitMs} ms`);
+    expect(reservation.allowed === true && reservation.waitMs > 0 && reservation.waitMs <= 5000, 'the reservation is granted, to proceed within 5 s');
 
     console.log('\n3. Gateway: GET /api/hello with X-API-Key, forwarded to a local origin (policy "api")');
     for (let i = 1; i <= 2; i++) {
       const r = await fetch(`${base}/api/hello`, { headers: { 'x-api-key': API_KEY } });
-      show(`#${i}`, r, await r.text());
+      const body = await r.text();
+      show(`#${i}`, r, body);
+      expect(r.status === 200 && body.includes('hello from the origin'), `gateway #${i} is forwarded to the origin`);
     }
 
     console.log('\n4. The pacing client (edgebucket/client) through the gateway: 45 requests queued at once,');
@@ -145,14 +172,17 @@ async function main() {
     const count = (status) => statuses.filter((s) => s === status).length;
     const stats = paced.stats();
     console.log(`   ${count(200)} × 200 and ${count(429)} × 429 in ${seconds.toFixed(1)} s (the policy allows ${10 + Math.floor(5 * seconds)} in that time);`);
-    console.log(`   ${stats.paced} requests were held back until the bucket had room, none sent to be refused`);
+    const refused = count(429) === 0 ? 'none sent to be refused' : `yet ${count(429)} were refused`;
+    console.log(`   ${stats.paced} requests were held back until the bucket had room, ${refused}`);
+    expect(count(200) === 45, 'all 45 paced requests are allowed, none refused');
+    expect(stats.paced > 0, 'the client held requests back');
     paced.close();
 
     console.log('\n5. Metrics of this isolate, GET /v1/metrics (Prometheus text):');
     const metrics = await (await fetch(`${base}/v1/metrics`, { headers: adminHeaders })).text();
-    for (const line of metrics.split('\n').filter((l) => l.startsWith('edgebucket_decisions_total'))) {
-      console.log(`   ${line}`);
-    }
+    const counters = metrics.split('\n').filter((l) => l.startsWith('edgebucket_decisions_total'));
+    for (const line of counters) console.log(`   ${line}`);
+    expect(counters.some((l) => l.includes('outcome="rejected"')), 'the metrics count the rejected decisions');
 
     console.log('\n6. Restart wrangler dev: the bucket lives on in .wrangler/demo');
     const before = await (await fetch(`${base}/v1/buckets/demo-user`, { headers: adminHeaders })).json();
@@ -161,13 +191,26 @@ async function main() {
     const after = await (await fetch(`${base}/v1/buckets/demo-user`, { headers: adminHeaders })).json();
     const tokens = (s) => s.bandwidths.map((b) => `${b.name} ${b.available}/${b.capacity}`).join(', ');
     console.log(`   before the restart: ${tokens(before)}`);
-    console.log(`   after it:           ${tokens(after)}   (the greedy refill went on; the minute's tokens did not come back)`);
-    show('#9', await fetch(`${base}/v1/buckets/demo-user/consume`, post({ policy: 'demo' })));
+    // The minute's interval refill comes a minute after the first decision; until then nothing may add to it.
+    const withinTheMinute = Date.now() - firstDecisionAt < 60_000;
+    const why = withinTheMinute ? "the greedy refill went on; the minute's tokens did not come back" : 'a minute has passed: both refilled';
+    console.log(`   after it:           ${tokens(after)}   (${why})`);
+    const perMinute = (s) => s.bandwidths.find((b) => b.name === 'per-minute')?.available;
+    if (withinTheMinute) {
+      expect(perMinute(before) !== undefined && perMinute(after) === perMinute(before), "the minute's tokens are the same after the restart");
+    }
+    const ninth = await fetch(`${base}/v1/buckets/demo-user/consume`, post({ policy: 'demo' }));
+    show('#9', ninth);
+    expect(ninth.status === 200, '#9, after the restart, is allowed');
   } finally {
     await worker.stop();
     origin.close();
   }
   console.log('\nwrangler dev stopped.');
+  if (surprises.length > 0) {
+    console.error(`\nThe worker did not do what the demo describes:\n${surprises.map((s) => `- ${s}`).join('\n')}`);
+    process.exitCode = 1;
+  }
 }
 
 await main();
