@@ -2,13 +2,15 @@
 //! `ROUTES`, `ORIGIN`, `API_PREFIX`, `CORS_ORIGINS`, `LOG_DECISIONS`, and the secrets
 //! `ADMIN_TOKEN` and `API_KEY`.
 //!
-//! `POLICIES` and `ROUTES` may be TOML tables in `wrangler.toml` (they arrive as objects, and
-//! are read through `JSON.stringify`, so integers beyond 2^53 lose precision there) or JSON
-//! strings (read exactly).
+//! `POLICIES` and `ROUTES` may be TOML tables in `wrangler.toml` or JSON strings. A table arrives
+//! as an object whose numbers went through JavaScript's, read back through `JSON.stringify`, so
+//! an integer past 2^53 − 1 may already have been rounded: such a table is refused, naming the
+//! JSON string form, which is read exactly.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use serde_json::Value;
 use worker::{js_sys, wasm_bindgen::JsValue, Env};
 
 use super::api::ApiPrefix;
@@ -54,13 +56,13 @@ pub fn load(env: &Env) -> Result<Rc<Settings>, ApiError> {
 
 fn read(env: &Env) -> Result<Settings, ApiError> {
     let policies =
-        Policies::parse(&var(env, "POLICIES").unwrap_or_else(|| "{}".into())).map_err(ApiError::configuration)?;
+        Policies::parse(&table(env, "POLICIES")?.unwrap_or_else(|| "{}".into())).map_err(ApiError::configuration)?;
     // Empty is unset, as for ORIGIN and the secrets.
     let api_prefix = match var(env, "API_PREFIX").filter(|text| !text.trim().is_empty()) {
         Some(text) => ApiPrefix::parse(&text).map_err(ApiError::configuration)?,
         None => ApiPrefix::default(),
     };
-    let routes = match var(env, "ROUTES") {
+    let routes = match table(env, "ROUTES")? {
         Some(json) => routes::parse(&json, &policies, &api_prefix).map_err(ApiError::configuration)?,
         None => Vec::new(),
     };
@@ -118,16 +120,77 @@ fn origin_url(origin: &str) -> Result<String, String> {
 
 /// A binding as text: strings as they are, objects as JSON; `None` when unset.
 fn var(env: &Env, name: &str) -> Option<String> {
+    binding(env, name).map(|(text, _)| text)
+}
+
+/// A binding that holds JSON (`POLICIES`, `ROUTES`), refused if it came as an object (a TOML
+/// table) holding an integer JavaScript cannot represent exactly.
+fn table(env: &Env, name: &str) -> Result<Option<String>, ApiError> {
+    match binding(env, name) {
+        Some((json, true)) => match inexact_integer(&json) {
+            Some(number) => Err(ApiError::configuration(format!(
+                "{name} holds the integer {number} (as JavaScript read it), past 2^53 - 1: a wrangler.toml \
+                 table reaches the worker through JavaScript's numbers, which may have rounded it; give \
+                 {name} as a JSON string, which is read exactly"
+            ))),
+            None => Ok(Some(json)),
+        },
+        other => Ok(other.map(|(text, _)| text)),
+    }
+}
+
+/// A binding as text, and whether it was an object (read through `JSON.stringify`); `None` when
+/// unset.
+fn binding(env: &Env, name: &str) -> Option<(String, bool)> {
     let value = js_sys::Reflect::get(env, &JsValue::from_str(name)).ok()?;
     if value.is_undefined() || value.is_null() {
         return None;
     }
-    value.as_string().or_else(|| js_sys::JSON::stringify(&value).ok().map(String::from))
+    match value.as_string() {
+        Some(text) => Some((text, false)),
+        None => js_sys::JSON::stringify(&value).ok().map(|json| (String::from(json), true)),
+    }
+}
+
+/// The first integer in `json` past JavaScript's safe integers (±(2^53 − 1)), as it is written
+/// there; `None` if there is none, or if `json` is not JSON (its reader says so).
+fn inexact_integer(json: &str) -> Option<String> {
+    const MAX_SAFE: u64 = (1 << 53) - 1;
+    fn find(value: &Value) -> Option<String> {
+        match value {
+            Value::Number(n) => {
+                let past = match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                    (Some(u), _, _) => u > MAX_SAFE,
+                    (_, Some(i), _) => i.unsigned_abs() > MAX_SAFE,
+                    (_, _, Some(f)) => f.fract() == 0.0 && f.abs() > MAX_SAFE as f64,
+                    _ => false,
+                };
+                past.then(|| n.to_string())
+            }
+            Value::Array(items) => items.iter().find_map(find),
+            Value::Object(entries) => entries.values().find_map(find),
+            _ => None,
+        }
+    }
+    find(&serde_json::from_str(json).ok()?)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{origin_url, secret_value};
+    use super::{inexact_integer, origin_url, secret_value};
+
+    #[test]
+    fn integers_javascript_may_have_rounded_are_found() {
+        let safe = 9_007_199_254_740_991_u64;
+        assert_eq!(inexact_integer(&format!(r#"{{"p":{{"bandwidths":[{{"capacity":{safe}}}]}}}}"#)), None);
+        assert_eq!(inexact_integer(&format!("[-{safe}, 1.5, 1e3, \"9007199254740993\"]")), None, "strings are text");
+        let past = |json: &str| inexact_integer(json);
+        assert_eq!(past(r#"{"a":{"b":[1,9007199254740992]}}"#).as_deref(), Some("9007199254740992"));
+        assert_eq!(past("[-9007199254740992]").as_deref(), Some("-9007199254740992"));
+        assert_eq!(past("[1e+21]").as_deref(), Some("1e+21"), "JSON.stringify's form from 10^21 on");
+        assert_eq!(past("[18446744073709551616]").as_deref(), Some("1.8446744073709552e+19"), "past u64");
+        assert_eq!(past("{not json"), None, "left to the reader, which says what is wrong");
+    }
 
     #[test]
     fn secrets_lose_the_whitespace_a_header_cannot_carry() {

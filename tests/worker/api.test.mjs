@@ -466,6 +466,32 @@ test("the shipped wrangler.toml configuration loads", async () => {
   }
 });
 
+test('a POLICIES table with an integer past 2^53 is refused; the same policy as a JSON string is read exactly', async () => {
+  // 2^53 + 2, a JavaScript number, as wrangler hands a TOML table over: it may be a rounded 2^53 + 1.
+  const table = await start({ vars: { POLICIES: { p: { bandwidths: [greedy('b', 2 ** 53 + 2, 1, '1s')] } } } });
+  try {
+    const r = await table.call('/v1/buckets/k/consume', post({ policy: 'p' }));
+    assert.equal(r.status, 500);
+    const problem = await r.json();
+    assert.equal(problem.code, 'CONFIGURATION_ERROR');
+    assert.match(problem.detail, /POLICIES holds the integer 9007199254740994 .* give POLICIES as a JSON string/);
+  } finally {
+    await table.stop();
+  }
+  const json = JSON.stringify({ p: { bandwidths: [greedy('b', 1, 1, '1s')] } }).replace('"capacity":1', '"capacity":9007199254740993');
+  const text = await start({ vars: { POLICIES: json } });
+  try {
+    const r = await text.call('/v1/buckets/k/consume', post({ policy: 'p' }));
+    assert.equal(r.status, 200);
+    // Read as text: JSON.parse would round these two as wrangler rounded the table.
+    const bucket = await (await text.call('/v1/buckets/k', admin())).text();
+    assert.match(bucket, /"capacity":9007199254740993,/);
+    assert.match(bucket, /"available":9007199254740992,/);
+  } finally {
+    await text.stop();
+  }
+});
+
 test('a broken configuration is the operator\'s 500, with a message', async () => {
   const broken = await start({ vars: { POLICIES: { p: { bandwidths: [greedy('b', 0, 1, '1s')] } } } });
   try {
