@@ -119,7 +119,7 @@ bench: setup
 ## Coverage-guided fuzzing of every decoder, FUZZ_SECONDS each.
 fuzz: setup
 	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --version $(CARGO_FUZZ_VERSION) --locked
-	cd fuzz && for target in codec_decode configuration_json worker_request bucket_ops configuration_ops duration_roundtrip; do \
+	cd fuzz && for target in codec_decode configuration_json worker_request worker_settings bucket_ops configuration_ops duration_roundtrip; do \
 	  mkdir -p corpus/$$target; \
 	  cargo fuzz run -s none $$target corpus/$$target seeds/$$target -- -max_total_time=$(FUZZ_SECONDS); \
 	done
