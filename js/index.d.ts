@@ -330,8 +330,10 @@ export type Key = string | Uint8Array;
 export interface StoreOptions {
   /**
    * For every key, or a supplier called only for keys the store does not hold (new, or expired and
-   * swept) and outdated keys. The supplier may use the store for other keys; using it for the key
-   * it is supplying throws `STORE_BUSY`, and the key is not created.
+   * swept) and outdated keys. The supplier may use the store for other keys. An operation that needs
+   * the bucket of the key it is supplying (a consume, estimate, reservation or token count) throws
+   * `STORE_BUSY`, and the key is not created; `has` and `delete` work (an outdated key deleted
+   * there gets a fresh bucket from the supplied configuration, no tokens carried over).
    */
   configuration: BucketConfiguration | ((key: Key) => BucketConfiguration);
   /** Default 1,000,000; from 1 to 2^32 - 1 (what wasm memory can address), or `Infinity` for no cap. */

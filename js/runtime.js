@@ -235,14 +235,22 @@ export function leafCopy(value) {
 /** Stands in for a caller's function (see `leafCopy`); anonymous, its `name` an own empty string. */
 const FUNCTION = Object.freeze(function () {});
 
+/** A duration object's parts (src/core/duration.rs). */
+const DURATION_UNITS = ['days', 'hours', 'minutes', 'seconds', 'milliseconds', 'microseconds', 'nanoseconds'];
+
 /**
- * A duration copied as serde reads it: a primitive, or its own enumerable entries (its parts,
- * each a leaf; see `leafCopy`).
+ * A duration copied as serde reads it: a primitive, or its own enumerable entries and then any
+ * part it has otherwise, as a struct's fields are read (inherited or not enumerable: a class's
+ * getter, an `Object.create` prototype); each a leaf (see `leafCopy`). Unknown entries keep
+ * their values, which the error message shows.
  */
 export function durationCopy(value) {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return leafCopy(value);
   const copy = {};
   for (const name of Object.keys(value)) define(copy, name, leafCopy(value[name]));
+  for (const unit of DURATION_UNITS) {
+    if (!Object.hasOwn(copy, unit) && unit in value) define(copy, unit, leafCopy(value[unit]));
+  }
   return copy;
 }
 
@@ -286,6 +294,7 @@ export function describe(value) {
       const name = value.constructor?.name;
       return typeof name === 'string' ? name : 'object';
     }
+    if (value === undefined) return 'undefined';
     return typeof value === 'string' ? JSON.stringify(value) : `${typeof value} ${String(value)}`;
   } catch {
     return typeof value; // the caller's code threw: a getter, a toString, a revoked Proxy

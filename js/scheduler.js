@@ -418,13 +418,20 @@ function waitingOn(raw) {
 /** The `signal` of a scheduler call's options (`undefined` or `{ signal?: AbortSignal }`). */
 function signalOption(options) {
   if (options === undefined) return undefined;
+  // A signal has no own keys, so it would pass for empty options and be ignored.
+  if (isSignal(options)) throw invalidArgument('pass the signal as options: { signal }, not as the options themselves');
   const { signal } = knownOptions(options, ['signal'], 'the scheduler');
   // Checked before anything is reserved: a listener that cannot be added would strand the
   // reservation.
-  if (signal !== undefined && !(typeof signal?.throwIfAborted === 'function' && typeof signal.addEventListener === 'function')) {
+  if (signal !== undefined && !isSignal(signal)) {
     throw invalidArgument(`options.signal must be an AbortSignal, got ${describe(signal)}`);
   }
   return signal;
+}
+
+/** Whether `value` works as an AbortSignal (one from any realm or polyfill). */
+function isSignal(value) {
+  return typeof value?.throwIfAborted === 'function' && typeof value.addEventListener === 'function';
 }
 
 /** `nanos` as timer milliseconds, rounded up (a timer that still fires early is waited out in `#wait`). */

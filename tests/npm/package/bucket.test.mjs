@@ -231,6 +231,7 @@ test("misused constructors and hostile arguments get EdgeBucketErrors, not the r
     assert.throws(() => bucket.replaceConfiguration(value, 'RESET'), { code: 'INVALID_ARGUMENT', message: /expected a BucketConfiguration, got object/ });
     assert.equal(bucket.getConfiguration().equals(value), false);
   }
+  assert.throws(() => bucket.tryConsume(undefined), { code: 'INVALID_ARGUMENT', message: /got undefined$/ });
   assert.equal(bucket.getAvailableTokens(), 10);
 });
 

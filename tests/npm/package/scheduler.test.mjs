@@ -648,6 +648,16 @@ test('bad options reject with EdgeBucketError and reserve nothing', async (t) =>
   assert.equal(bucket.getAvailableTokens(), 10);
 });
 
+test('a signal passed as the options themselves is refused, not ignored, before anything is reserved', async (t) => {
+  const { scheduler, bucket } = scenario(t);
+  bucket.tryConsume(10);
+  // A signal has no own keys: read as options, it was an empty set, and the wait could not be aborted.
+  const message = /pass the signal as options: \{ signal \}/;
+  await assert.rejects(scheduler.consume(5, new AbortController().signal), { code: 'INVALID_ARGUMENT', message });
+  await assert.rejects(scheduler.tryConsume(5, '2s', AbortSignal.timeout(50)), { code: 'INVALID_ARGUMENT', message });
+  assert.equal(bucket.getAvailableTokens(), 0, 'nothing reserved');
+});
+
 test('a signal that cannot take a listener is refused before a wait reserves anything', async (t) => {
   const { scheduler, bucket, advance } = scenario(t);
   bucket.tryConsume(10);

@@ -297,6 +297,26 @@ test('bad arguments throw EdgeBucketError and change nothing', () => {
   assert.equal(store.tryConsume('x'.repeat(65535), 1), true, 'the longest key');
 });
 
+test("a duration's parts are read inherited too: a class's getter, an Object.create prototype", () => {
+  let now = 0n;
+  class Grace {
+    get seconds() {
+      return 5;
+    }
+  }
+  for (const idleGrace of [new Grace(), Object.create({ seconds: 5 })]) {
+    const store = new BucketStore({ configuration: limit(1, 1), idleGrace, clock: () => now });
+    store.tryConsume('k', 1);
+    now += 1_000_000_000n; // refilled to full after 1 s; the grace of 5 s runs from there
+    assert.equal(store.removeExpired(), 0, 'read as 5 s, not as none (0 s)');
+    now += 5_000_000_000n;
+    assert.equal(store.removeExpired(), 1, 'expired after its grace');
+  }
+  // As a period, in a configuration, and as maxWait's sibling check, the same reading.
+  const period = BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 1, refill: { kind: 'greedy', tokens: 1, period: new Grace() } }] });
+  assert.equal(period.toJSON().bandwidths[0].refill.period, '5s');
+});
+
 test('past maxKeyBytes a new key is refused with KEY_SPACE_FULL and existing keys carry on', () => {
   const { store } = manual({ configuration: limit(3, 1), maxKeyBytes: 65536 });
   const key = (c) => c.repeat(30_000);
