@@ -412,11 +412,11 @@ impl MBand {
         if floor(&x) < int(i64::MIN) {
             return Err(Error::TokensOverflow);
         }
-        // The last refill carries over, except from an aligned schedule not yet started (its last
-        // refill one period before the first, still ahead): the new bandwidth's time starts now,
+        // The last refill carries over, except from an aligned schedule not yet started (its first
+        // refill ahead, its last one period before that): the new bandwidth's time starts now,
         // or at the last boundary of its own aligned schedule not after now.
         let not_started = match self.spec.kind {
-            Kind::Aligned { first, .. } => self.last == int(first) - int(self.spec.period) && self.last > int(now),
+            Kind::Aligned { first, .. } => self.last == int(first) - int(self.spec.period) && int(first) > int(now),
             _ => false,
         };
         let last = match new.kind {

@@ -683,6 +683,22 @@ fn an_aligned_schedule_not_yet_started_passes_on_its_tokens_but_not_its_time() {
         assert_eq!(b.get_available_tokens(hour), 10);
         assert_eq!(b.estimate_ability_to_consume(1, 0).unwrap().nanos_to_wait_for_refill, 360 * SEC);
     }
+    // Created within a period of its first refill (Bucket4j's example: 16:20, hourly from 17:00),
+    // the schedule's last refill, 16:00, is behind the bucket's creation: a greedy successor at
+    // 16:21 credits nothing from before then (Bucket4j's, from 16:00, would grant 140 at once).
+    let mut b = bucket(
+        vec![Bandwidth::builder()
+            .capacity(400)
+            .refill_intervally_aligned(400, secs(3600), 17 * hour, false)
+            .build()
+            .unwrap()],
+        16 * hour + 20 * MIN,
+    );
+    assert!(b.try_consume(400, 16 * hour + 20 * MIN).unwrap());
+    let greedy_hourly = BucketConfiguration::new(vec![greedy(400, 400, secs(3600))]).unwrap();
+    b.replace_configuration(greedy_hourly, Strategy::AsIs, 16 * hour + 21 * MIN).unwrap();
+    assert_eq!(b.get_available_tokens(16 * hour + 21 * MIN), 0);
+    assert_eq!(b.get_available_tokens(16 * hour + 30 * MIN), 60, "9 minutes at 400 an hour");
     // An aligned successor anchored in the past refills from its last boundary, not from the
     // anchor: an emptied bucket replaced at 1:30 on an hourly schedule gets its tokens at 2:00.
     let day = 24 * hour;

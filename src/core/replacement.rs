@@ -19,10 +19,11 @@ use super::state::{floor_div, BandwidthState};
 /// credited at the new refill's rate: replacing an intervally refill (whose last refill is the
 /// last period boundary) by a greedy or shorter one can add, at the same instant, the tokens that
 /// time earns under the new refill, up to the new capacity. One exception, where Bucket4j would
-/// carry the time over: an aligned bandwidth whose first refill is still ahead (so its last
-/// refill lies in the future) passes on its tokens but not its time. The new bandwidth starts
-/// refilling at `now`, or on its own aligned schedule from its last boundary at or before `now`,
-/// instead of crediting nothing until the old schedule's first refill.
+/// carry the time over: an aligned bandwidth whose first refill is still ahead (its last refill
+/// is then one period before the first, a refill the bucket never saw) passes on its tokens but
+/// not its time. The new bandwidth starts refilling at `now`, or on its own aligned schedule from
+/// its last boundary at or before `now`, instead of crediting nothing until that time or time
+/// from before the bucket existed.
 ///
 /// Examples (Bucket4j's): capacity 100 with 40 available, replaced by capacity 200 gives
 /// `Proportionally` 80, `AsIs` 40, `Additive` 140; replaced by capacity 20 gives 8, 20, 20.
@@ -134,17 +135,19 @@ fn inherit(
 }
 
 /// When the new bandwidth's refill starts counting: the old bandwidth's last refill, except for
-/// an aligned schedule that has not started yet (its last refill, one period before its first,
-/// still ahead). That passes its tokens on but not its time: the new bandwidth starts counting
-/// at `now`, or on its own aligned schedule ([`schedule_start`]). Passed on, that time would make
-/// a greedy or intervally successor credit nothing until the old first refill (hours, for a daily
-/// schedule), and an aligned successor wait for the old schedule rather than its own.
+/// an aligned schedule that has not started yet (its first refill still ahead, its last refill
+/// the boundary one period before it). That passes its tokens on but not its time: the new
+/// bandwidth starts counting at `now`, or on its own aligned schedule ([`schedule_start`]). That
+/// last refill is no refill the bucket saw: ahead of `now` (created over a period early), passed
+/// on it would make a greedy or intervally successor credit nothing until then (hours, for a
+/// daily schedule); behind, it would credit time from before the bucket existed; and an aligned
+/// successor would follow the old schedule rather than its own.
 fn inherited_last_refill(old: &Bandwidth, state: BandwidthState, new: &Bandwidth, now: i64) -> i64 {
     let not_started = match old.refill.kind {
         // Refills only move the last refill to the first refill or later; a clock that went back
         // after them is left as it is everywhere else (nothing credited until it catches up).
         RefillKind::IntervallyAligned { first_refill_nanos, .. } => {
-            state.last_refill_nanos == first_refill_nanos - old.refill.period_nanos && state.last_refill_nanos > now
+            state.last_refill_nanos == first_refill_nanos - old.refill.period_nanos && first_refill_nanos > now
         }
         _ => false,
     };
