@@ -98,6 +98,16 @@ fn initial_tokens_default_to_capacity() {
 }
 
 #[test]
+fn explicit_initial_tokens_are_told_apart_from_the_default() {
+    // Even when they equal the capacity, as the JSON form and the codec keep them.
+    for initial in [0, 42, 100] {
+        let b = Bandwidth::builder().capacity(42).refill_greedy(1, secs(1)).initial_tokens(initial).build().unwrap();
+        assert_eq!(b.initial_tokens(), initial);
+        assert!(b.has_explicit_initial_tokens(), "{initial}");
+    }
+}
+
+#[test]
 fn aligned_first_refill_must_not_precede_the_epoch() {
     let err = Bandwidth::builder().capacity(1).refill_intervally_aligned(1, secs(1), -1, false).build().unwrap_err();
     assert_eq!(err, Error::FirstRefillBeforeEpoch { nanos: -1 });
@@ -349,6 +359,26 @@ fn tokens_beyond_a_capacity_a_bandwidth_already_holds_are_waited_for_not_refused
     assert!(bucket.try_consume(50, 50).unwrap());
     // Once `a` holds fewer than it could ever refill to, beyond its capacity is never.
     assert_eq!(bucket.estimate_ability_to_consume(51, 50).unwrap().nanos_to_wait_for_refill, INFINITY_DURATION);
+}
+
+#[test]
+fn tokens_beyond_a_capacity_a_bandwidth_holds_exactly_are_waited_for_not_refused() {
+    // `a` holds exactly the 50 asked for, above its capacity of 5; `b` earns one per nanosecond.
+    let a = Bandwidth::builder().capacity(5).refill_greedy(1, secs(1)).initial_tokens(50).id("a").build().unwrap();
+    let b = Bandwidth::builder().capacity(1000).refill_greedy(1, Duration::from_nanos(1)).initial_tokens(10).id("b");
+    let mut bucket = bucket(vec![a, b.build().unwrap()], 0);
+    let estimate = bucket.estimate_ability_to_consume(50, 0).unwrap();
+    assert!(!estimate.can_be_consumed);
+    assert_eq!(
+        (estimate.remaining_tokens, estimate.nanos_to_wait_for_refill),
+        (10, 40),
+        "`a` has them: only `b` waits"
+    );
+    let probe = bucket.try_consume_and_return_remaining(50, 0).unwrap();
+    assert!(!probe.consumed);
+    assert_eq!(probe.nanos_to_wait_for_refill, 40);
+    assert!(!bucket.try_consume(50, 39).unwrap());
+    assert!(bucket.try_consume(50, 40).unwrap());
 }
 
 #[test]
@@ -790,6 +820,27 @@ fn replacement_overflow_changes_nothing() {
     let config = BucketConfiguration::new(vec![greedy(4, 1, nano)]).unwrap();
     assert_eq!(b.replace_configuration(config, Strategy::Proportionally, 0), Err(Error::TokensOverflow));
     assert_eq!(b, before);
+}
+
+#[test]
+fn proportional_replacement_may_scale_a_debt_to_exactly_i64_min() {
+    // A debt of 2^62 doubled is -2^63 tokens: i64::MIN itself still fits, one more does not.
+    let nano = Duration::from_nanos(1);
+    let empty = |capacity| Bandwidth::builder().capacity(capacity).refill_greedy(1, nano).initial_tokens(0).build();
+    for (debt, fits) in [(1 << 62, true), ((1 << 62) + 1, false)] {
+        let mut b = bucket(vec![empty(1).unwrap()], 0);
+        assert_eq!(b.consume_ignoring_rate_limits(debt, 0), Ok(debt));
+        let config = BucketConfiguration::new(vec![empty(2).unwrap()]).unwrap();
+        let result = b.replace_configuration(config, Strategy::Proportionally, 0);
+        if fits {
+            assert_eq!(result, Ok(()));
+            assert_eq!(b.get_available_tokens(0), i64::MIN);
+            assert_eq!(b.nanos_to_full_refill(0), INFINITY_DURATION);
+        } else {
+            assert_eq!(result, Err(Error::TokensOverflow));
+            assert_eq!(b.get_available_tokens(0), -debt);
+        }
+    }
 }
 
 #[test]
