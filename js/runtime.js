@@ -235,43 +235,41 @@ export function leafCopy(value) {
 /** Stands in for a caller's function (see `leafCopy`); anonymous, its `name` an own empty string. */
 const FUNCTION = Object.freeze(function () {});
 
-/** A duration object's parts (src/core/duration.rs). */
-const DURATION_UNITS = ['days', 'hours', 'minutes', 'seconds', 'milliseconds', 'microseconds', 'nanoseconds'];
+/** A duration object's parts (src/core/duration.rs), each a leaf. */
+const DURATION_PARTS = new Map(
+  ['days', 'hours', 'minutes', 'seconds', 'milliseconds', 'microseconds', 'nanoseconds'].map((unit) => [unit, leafCopy]),
+);
 
 /**
- * A duration copied as serde reads it: a primitive, or its own enumerable entries and then any
- * part it has otherwise, as a struct's fields are read (inherited or not enumerable: a class's
- * getter, an `Object.create` prototype); each a leaf (see `leafCopy`). Unknown entries keep
- * their values, which the error message shows.
+ * A duration copied as serde reads it: a primitive, or its parts read as a struct's fields
+ * (inherited ones too: a class's getter, an `Object.create` prototype). Unknown entries keep
+ * their values (leaves), which the error message shows.
  */
 export function durationCopy(value) {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return leafCopy(value);
-  const copy = {};
-  for (const name of Object.keys(value)) define(copy, name, leafCopy(value[name]));
-  for (const unit of DURATION_UNITS) {
-    if (!Object.hasOwn(copy, unit) && unit in value) define(copy, unit, leafCopy(value[unit]));
-  }
-  return copy;
+  return Array.isArray(value) ? leafCopy(value) : structCopy(value, DURATION_PARTS, leafCopy);
 }
 
 /**
  * A struct copied as serde-wasm-bindgen reads it: `fields` (a Map from name to how its value is
- * copied) by name, inherited and non-enumerable ones too; any other own enumerable key only as
- * present (`true`) or left out (null or undefined), all the core asks of an unknown field (of an
- * array, whose elements the core never reads here, none).
+ * copied) by name, inherited and non-enumerable ones too; any other own enumerable key through
+ * `unknownCopy`, by default only as present (`true`) or left out (null or undefined), all the
+ * core asks of an unknown field (of an array, whose elements the core never reads here, none).
  */
-export function structCopy(value, fields) {
+export function structCopy(value, fields, unknownCopy = presence) {
   if (typeof value !== 'object' || value === null) return leafCopy(value);
   const copy = {};
   for (const name of Array.isArray(value) ? [] : Object.keys(value)) {
-    if (fields.has(name)) continue;
-    const unknown = value[name];
-    define(copy, name, unknown === undefined || unknown === null ? unknown : true);
+    if (!fields.has(name)) define(copy, name, unknownCopy(value[name]));
   }
   for (const [name, copier] of fields) {
     if (name in value) define(copy, name, copier(value[name]));
   }
   return copy;
+}
+
+/** An unknown field as present (`true`) or left out (null or undefined). */
+function presence(value) {
+  return value === undefined || value === null ? value : true;
 }
 
 /** `object[name] = value` as an own property, also for `__proto__`. */
