@@ -345,12 +345,18 @@ fn consumption_probe_reports_remaining_and_waits() {
     assert_eq!(p.nanos_to_wait_for_refill, INFINITY_DURATION);
 }
 
+/// `a` holds `held` initial tokens above its capacity of 5; `b` starts with `earned` and earns
+/// one token per nanosecond.
+fn held_above_capacity(held: i64, earned: i64) -> TokenBucket {
+    let a = Bandwidth::builder().capacity(5).refill_greedy(1, secs(1)).initial_tokens(held).id("a").build().unwrap();
+    let b =
+        Bandwidth::builder().capacity(1000).refill_greedy(1, Duration::from_nanos(1)).initial_tokens(earned).id("b");
+    bucket(vec![a, b.build().unwrap()], 0)
+}
+
 #[test]
 fn tokens_beyond_a_capacity_a_bandwidth_already_holds_are_waited_for_not_refused() {
-    // `a` holds 100 initial tokens above its capacity of 5; `b` earns one token per nanosecond.
-    let a = Bandwidth::builder().capacity(5).refill_greedy(1, secs(1)).initial_tokens(100).id("a").build().unwrap();
-    let b = Bandwidth::builder().capacity(1000).refill_greedy(1, Duration::from_nanos(1)).initial_tokens(0).id("b");
-    let mut bucket = bucket(vec![a, b.build().unwrap()], 0);
+    let mut bucket = held_above_capacity(100, 0);
     let probe = bucket.try_consume_and_return_remaining(50, 0).unwrap();
     assert!(!probe.consumed);
     assert_eq!(probe.nanos_to_wait_for_refill, 50, "when `b` has them: `a` keeps its 100");
@@ -363,10 +369,8 @@ fn tokens_beyond_a_capacity_a_bandwidth_already_holds_are_waited_for_not_refused
 
 #[test]
 fn tokens_beyond_a_capacity_a_bandwidth_holds_exactly_are_waited_for_not_refused() {
-    // `a` holds exactly the 50 asked for, above its capacity of 5; `b` earns one per nanosecond.
-    let a = Bandwidth::builder().capacity(5).refill_greedy(1, secs(1)).initial_tokens(50).id("a").build().unwrap();
-    let b = Bandwidth::builder().capacity(1000).refill_greedy(1, Duration::from_nanos(1)).initial_tokens(10).id("b");
-    let mut bucket = bucket(vec![a, b.build().unwrap()], 0);
+    // `a` holds exactly the 50 asked for.
+    let mut bucket = held_above_capacity(50, 10);
     let estimate = bucket.estimate_ability_to_consume(50, 0).unwrap();
     assert!(!estimate.can_be_consumed);
     assert_eq!(
