@@ -305,7 +305,12 @@ pub fn read_path(path: &str) -> PathReading {
                 }
                 match (unclear, decoded) {
                     (None, Ok(part)) => parts.push(part.to_owned()),
-                    _ => parts.truncate(parts.len().saturating_sub(climbs(raw, &bytes))),
+                    _ => {
+                        // Where slashes are merged first (nginx, Tomcat), an empty segment takes
+                        // no `..`: `/x//..%2Flogin` is `/login` there.
+                        parts.retain(|part| !part.is_empty());
+                        parts.truncate(parts.len().saturating_sub(climbs(raw, &bytes)));
+                    }
                 }
             }
         }
@@ -656,6 +661,12 @@ mod tests {
             assert_eq!(known(path), Vec::<String>::new(), "{path}");
         }
         assert_eq!(known("/a/b%2F.."), Vec::<String>::new(), "split, it is /a; each `..` piece counts, conservatively");
+        // An empty segment before it does not stop the climb where slashes are merged first (nginx's
+        // `merge_slashes`, Tomcat): `/x//..%2Flogin` is `/login` there (found in review).
+        for path in ["/x//..%2Flogin", "/x//..;/login", "/a/b///..%2F..%2Flogin", "/x//%u002e%u002e/login"] {
+            assert_eq!(known(path), Vec::<String>::new(), "{path}");
+        }
+        assert_eq!(known("/a//b/%2Fc"), ["a", "b"], "empty segments are no known segment");
         // Servlet containers drop `;params` before resolving dot segments: `..;` is `..` there.
         for path in ["/x/..;/login", "/x/..;a=b/login", "/x/%2e%2e;/login", "/x/..%3B/login"] {
             assert_eq!(known(path), Vec::<String>::new(), "{path}");
