@@ -238,6 +238,10 @@ fn parse_pattern(pattern: &str) -> Result<Vec<Segment>, String> {
             "." | ".." => {
                 Err(format!("a {part:?} segment never matches: requests are matched with dot segments resolved"))
             }
+            // Written as in a URL, they would start the query or fragment, which no route sees.
+            p if p.contains(['?', '#']) => {
+                Err(format!("{p:?} holds '?' or '#': routes match the path alone, never the query or fragment"))
+            }
             p if p.contains(['%', '\\']) => Err(format!(
                 "{p:?} never matches: requests are matched percent-decoded, with \\ as /; write it decoded"
             )),
@@ -818,6 +822,10 @@ mod tests {
         assert!(route("/a", r#", "methods": ["GET POST"]"#).unwrap_err().contains("not an HTTP method"));
         for pattern in ["/a/./b", "/a/..", "/%61pi", "/a\\\\b"] {
             assert!(route(pattern, "").unwrap_err().contains("never matches"), "{pattern}");
+        }
+        // A route matches the path alone: `/search?q=*` limited no request (found in review).
+        for pattern in ["/search?q=*", "/page#top", "/a/?"] {
+            assert!(route(pattern, "").unwrap_err().contains("never the query"), "{pattern}");
         }
         assert!(route("/:id/x/:id", "").unwrap_err().contains(":id appears twice"));
         assert!(route("/a/:id/:other", r#", "methods": ["get", "M-SEARCH"]"#).is_ok());
