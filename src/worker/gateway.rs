@@ -10,7 +10,7 @@ use super::cors;
 use super::errors::{self, ApiError};
 use super::forwarding;
 use super::headers;
-use super::incoming::Incoming;
+use super::incoming::{split_site, Incoming};
 use super::log::DecisionLine;
 use super::protocol::{Command, Mode};
 use super::respond::{self, Answer};
@@ -56,6 +56,11 @@ pub fn start(req: &Incoming, settings: &Settings, started: f64) -> Step {
             "this path reads as the service API's ({}) spelled another way; call the API with its plain path",
             settings.api_prefix.as_str()
         );
+        return own(req, settings, respond::counted_problem(&ApiError::bad_request("INVALID_PATH", message)));
+    }
+    if climbs_out_of_base(req.path(), settings) {
+        let message = "this path climbs above the root under some reading (an encoded '/' or '\\', or '..;'), \
+                       which would take it out of ORIGIN's base path";
         return own(req, settings, respond::counted_problem(&ApiError::bad_request("INVALID_PATH", message)));
     }
     let parts = match reading {
@@ -131,6 +136,14 @@ fn own(req: &Incoming, settings: &Settings, answer: Answer) -> Step {
 
 fn with_cors(req: &Incoming, settings: &Settings, answer: Answer) -> Answer {
     answer.with(settings.cors_origins.headers(|| req.header("Origin")))
+}
+
+/// Whether `path`, appended to `ORIGIN`'s base path, could reach outside it at an origin that
+/// reads more into it than the URL standard does (see [`routes::climbs_above_root`]). The runtime
+/// resolves plain dot segments before the worker sees the path, so only such readings climb.
+fn climbs_out_of_base(path: &str, settings: &Settings) -> bool {
+    let base = settings.origin.as_deref().map_or("", |origin| split_site(origin).1);
+    !base.is_empty() && !routes::one_reading(path) && routes::climbs_above_root(path)
 }
 
 /// `req` aimed at the origin, the bucket's `headers` to add to the answer.

@@ -333,6 +333,36 @@ pub fn read_path(path: &str) -> PathReading {
 /// nginx (`merge_slashes`), Tomcat and path normalisers do (`/x//..%2Fv1` is `/x/v1` to the one,
 /// `/v1` to the other). [`read_path`] gives the plain reading, and stops at an unclear segment.
 pub fn split_readings(path: &str) -> [Vec<String>; 2] {
+    split_pieces(path).map(resolved)
+}
+
+/// Whether some reading of `path` (see [`split_readings`]) climbs above its root: `/a/..%2F..%2Fx`
+/// is `/x` to the URL standard but `../x` to an origin that splits on `%2F`, which joined under a
+/// base path (`/base/a/../../x`) reaches `/x`, outside it.
+pub fn climbs_above_root(path: &str) -> bool {
+    let above_root = |pieces: &[String]| {
+        // An empty first piece is what precedes the path's leading `/`, not a segment.
+        let pieces = match pieces {
+            [first, rest @ ..] if first.is_empty() => rest,
+            _ => pieces,
+        };
+        let mut depth = 0usize;
+        for piece in pieces {
+            match piece.as_str() {
+                ".." if depth == 0 => return true,
+                ".." => depth -= 1,
+                "." => {}
+                _ => depth += 1,
+            }
+        }
+        false
+    };
+    split_pieces(path).iter().any(|pieces| above_root(pieces))
+}
+
+/// The pieces of `path` before dot segments are resolved, for [`split_readings`]: with empty
+/// pieces kept, and merged away.
+fn split_pieces(path: &str) -> [Vec<String>; 2] {
     let path = without_tabs(path);
     let mut pieces = Vec::new();
     for raw in path.split(['/', '\\']) {
@@ -343,7 +373,7 @@ pub fn split_readings(path: &str) -> [Vec<String>; 2] {
         }
     }
     let merged = pieces.iter().filter(|piece| !piece.is_empty()).cloned().collect();
-    [resolved(pieces), resolved(merged)]
+    [pieces, merged]
 }
 
 /// Whether every origin reads `path` as [`read_path`] does: nothing escaped, and no `\\`, `;`,
@@ -791,6 +821,24 @@ mod tests {
             ["/@babel%2Fcore", "/caf%E9", "/https:%2F%2Fcdn.example%2Fa.png", "/a%2Fb", "/x/..%2Fy", "/v2%2Fv1"]
         {
             assert!(!split_readings(other).iter().any(|r| api.heads(r)), "{other} is not the API's under any reading");
+        }
+    }
+
+    #[test]
+    fn a_path_climbs_above_the_root_if_some_reading_does() {
+        for climbing in [
+            "/x/..%2F..%2Fsecret",
+            "/..%2Fsecret",
+            "/%2e%2e%2Fsecret",
+            "/x/..;/..;/secret",
+            "/%u002e%u002e/secret",
+            "/a//..%2F..%2Fsecret", // merged first: a, .., .. climbs once too often
+            "/x\\..%5c..%5csecret",
+        ] {
+            assert!(climbs_above_root(climbing), "{climbing}");
+        }
+        for inside in ["/x/..%2Fsecret", "/a/b/..%2F..%2Fc", "/@babel%2Fcore", "/v1/metrics", "/a/%2e%2e", "/", ""] {
+            assert!(!climbs_above_root(inside), "{inside}");
         }
     }
 

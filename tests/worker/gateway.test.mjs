@@ -450,6 +450,30 @@ test('API_PREFIX moves the service API out of the way of an origin with paths of
   }
 });
 
+test("a path that climbs above the root under some reading is refused when ORIGIN has a base path", async () => {
+  const reads = { pattern: '/reads', methods: ['GET'], policy: 'per_user', key: { source: 'constant', value: 'base' } };
+  const based = await start({ vars: { POLICIES, ROUTES: [reads], ORIGIN: `${o.url}/base` } });
+  try {
+    const inside = await based.call('/docs/a/..%2Fpublic');
+    assert.equal(inside.status, 200, 'climbing within the path is fine');
+    assert.equal((await inside.json()).url, '/base/docs/a/..%2Fpublic');
+    const before = o.requests.length;
+    // An origin that splits at %2F, or drops ;params, before resolving dot segments would serve
+    // /base/x/../../secret, that is /secret: outside the base path. No route could match these
+    // (the one route is GET only), so nothing else refuses them.
+    for (const path of ['/x/..%2F..%2Fsecret', '/..%2Fsecret', '/x/..;/..;/secret', '/%u002e%u002e/secret']) {
+      const r = await based.call(path, { method: 'POST', body: 'x' });
+      assert.equal(r.status, 400, path);
+      const problem = await r.json();
+      assert.equal(problem.code, 'INVALID_PATH', path);
+      assert.match(problem.detail, /out of ORIGIN's base path/, path);
+    }
+    assert.equal(o.requests.length, before, 'not forwarded');
+  } finally {
+    await based.stop();
+  }
+});
+
 test('a gateway without an origin is a configuration error; an unreachable origin is 502', async () => {
   for (const vars of [{ POLICIES, ROUTES }, { POLICIES, ROUTES, ORIGIN: 'origin.example.com' }]) {
     const misconfigured = await start({ vars });
