@@ -353,6 +353,10 @@ mod tests {
             "2026-01-01T00:00:00.0+xx:yy",
             "2026-01-01T00:00:00.5+01:60",
             "2026-01-01T00:00:00.0+0100",
+            // A digit beside a non-digit is no number of hours or minutes (`1:` read as 20 once).
+            "2026-01-01T00:00:00+1::00",
+            "2026-01-01T00:00:00+:1:00",
+            "2026-01-01T00:00:00+01:0:",
             "+01:00",
             "é+01:00",
             "ééééééééééé+01:00",
@@ -374,6 +378,24 @@ mod tests {
         ];
         for bad in bad {
             assert_eq!(instant(bad).unwrap_err().code(), "INVALID_INSTANT", "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_instant_is_written_in_its_shortest_exact_form() {
+        let written = |nanos: u64| match InstantSpec::from_nanos(nanos) {
+            InstantSpec::Text(text) => text,
+            InstantSpec::Millis(ms) => panic!("written as {ms} ms"),
+        };
+        let midnight = instant("2026-01-01T00:00:00Z").unwrap() as u64;
+        assert_eq!(written(midnight), "2026-01-01T00:00:00Z");
+        assert_eq!(written(midnight + 5_000_000_000), "2026-01-01T00:00:05Z");
+        assert_eq!(written(midnight + 500_000_000), "2026-01-01T00:00:00.500Z");
+        assert_eq!(written(midnight + 1_000_000), "2026-01-01T00:00:00.001Z");
+        assert_eq!(written(midnight + 1), "2026-01-01T00:00:00.000000001Z");
+        assert_eq!(written(midnight + 500_000), "2026-01-01T00:00:00.000500000Z");
+        for nanos in [0, midnight, midnight + 1_000_000, midnight + 123_456_789] {
+            assert_eq!(instant(&written(nanos)).unwrap() as u64, nanos, "read back exactly");
         }
     }
 
