@@ -146,10 +146,10 @@ impl Exchange {
     /// The origin could not be reached.
     #[wasm_bindgen(js_name = originFailed)]
     pub fn origin_failed(&mut self, error: String) -> JsValue {
-        if !matches!(self.waiting, Waiting::Origin(_)) {
+        let Waiting::Origin(extra) = std::mem::replace(&mut self.waiting, Waiting::Done) else {
             return self.out_of_turn("origin_failed");
-        }
-        let answer = gateway::unreachable(&self.req, self.settings(), &error);
+        };
+        let answer = gateway::unreachable(&self.req, self.settings(), &error, &extra);
         self.respond(answer, true)
     }
 }

@@ -156,21 +156,22 @@ fn forward(req: &Incoming, settings: &Settings, headers: Vec<(&'static str, Stri
     }
 }
 
-/// 502 `ORIGIN_UNREACHABLE`: the origin did not answer.
-pub fn unreachable(req: &Incoming, settings: &Settings, error: &str) -> Answer {
+/// 502 `ORIGIN_UNREACHABLE`: the origin did not answer. The bucket's `extra` headers go with it:
+/// the request was decided, and its token spent.
+pub fn unreachable(req: &Incoming, settings: &Settings, error: &str, extra: &[(&'static str, String)]) -> Answer {
     let error = ApiError::new(502, "ORIGIN_UNREACHABLE", format!("the origin did not answer: {error}"));
-    with_cors(req, settings, respond::counted_problem(&error))
+    with_cors(req, settings, respond::counted_problem(&error).with(extra.iter().cloned()))
 }
 
 /// The origin's `response` with the bucket's `extra` headers; a status a response cannot carry
-/// is 502 `ORIGIN_INVALID_STATUS`.
+/// is 502 `ORIGIN_INVALID_STATUS`, with them too.
 pub fn with_response(
     req: &Incoming,
     settings: &Settings,
     response: web_sys::Response,
-    extra: &[(&str, String)],
+    extra: &[(&'static str, String)],
 ) -> Result<web_sys::Response, Answer> {
     let origin = settings.origin.as_deref().unwrap_or_default();
     forwarding::decorated(response, extra, |location| forwarding::public_location(location, origin, req.site()))
-        .map_err(|error| with_cors(req, settings, respond::counted_problem(&error)))
+        .map_err(|error| with_cors(req, settings, respond::counted_problem(&error).with(extra.iter().cloned())))
 }

@@ -310,6 +310,7 @@ test("an origin status that no response can carry is a 502, not a crash; the ori
   const r = await w.call('/status/600');
   assert.equal(r.status, 502);
   assert.equal((await r.json()).code, 'ORIGIN_INVALID_STATUS');
+  assert.match(r.headers.get('ratelimit'), /^"burst";r=1;t=0, "daily";r=49;t=0$/, 'decided, its token spent');
   const ok = await w.call('/status/299');
   assert.equal(ok.status, 299, 'an unusual but valid status passes');
   assert.equal(ok.headers.get('access-control-expose-headers').match(/ratelimit,/gi).length, 1, 'listed once');
@@ -495,6 +496,15 @@ test('a gateway without an origin is a configuration error; an unreachable origi
     assert.equal(r.headers.get('access-control-allow-credentials'), null, 'never with *');
     const problem = await r.json();
     assert.deepEqual([problem.code, problem.title], ['ORIGIN_UNREACHABLE', 'Bad Gateway']);
+    assert.equal(r.headers.get('ratelimit'), null, 'no route decided it');
+    // A routed request was decided, its token spent, before the origin failed: the 502 says so.
+    const routed = await dead.call('/by-ip', { headers: { origin: APP } });
+    assert.equal(routed.status, 502);
+    assert.equal((await routed.json()).code, 'ORIGIN_UNREACHABLE');
+    assert.equal(routed.headers.get('ratelimit-policy'), '"k";q=1;w=3600');
+    assert.equal(routed.headers.get('ratelimit'), '"k";r=0;t=3600');
+    assert.match(routed.headers.get('access-control-expose-headers'), /RateLimit, RateLimit-Policy/);
+    assert.equal((await dead.call('/by-ip')).status, 429, 'the token is gone');
   } finally {
     await dead.stop();
   }
