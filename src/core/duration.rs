@@ -412,8 +412,11 @@ mod tests {
     #[test]
     fn numbers_in_messages_read_as_javascript_writes_them() {
         assert_eq!(describe_number(5.0), "5");
+        assert_eq!(describe_number(0.0), "0", "not the exponent form of the smallest numbers");
+        assert_eq!(describe_number(-0.0), "0", "JavaScript writes -0 as 0");
         assert_eq!(describe_number(-1.5), "-1.5");
         assert_eq!(describe_number(f64::NAN), "NaN");
+        assert_eq!(describe_number(f64::INFINITY), "Infinity");
         assert_eq!(describe_number(f64::NEG_INFINITY), "-Infinity");
         assert_eq!(describe_number(1e300), "1e+300");
         assert_eq!(describe_number(-2.5e21), "-2.5e+21");
