@@ -44,7 +44,7 @@ fn bandwidth() -> impl Strategy<Value = Bandwidth> {
 }
 
 fn configuration() -> impl Strategy<Value = BucketConfiguration> {
-    proptest::collection::vec(bandwidth(), 1..3).prop_map(|b| BucketConfiguration::new(b).unwrap())
+    proptest::collection::vec(bandwidth(), 1..5).prop_map(|b| BucketConfiguration::new(b).unwrap())
 }
 
 fn strategy() -> impl Strategy<Value = Inherit> {

@@ -775,6 +775,18 @@ mod tests {
         assert!(!store.contains_key(b"d") && store.contains_key(b"c"));
     }
 
+    #[test]
+    fn a_key_used_since_the_hand_passed_gets_its_second_chance() {
+        let mut store = store(3, Some(greedy(10, 1)));
+        for key in [b"a", b"b", b"c", b"d"] {
+            store.try_consume(key, 1, 0).unwrap(); // d: the hand clears a, b, c, evicts a
+        }
+        store.try_consume(b"b", 1, 0).unwrap(); // under the hand now, and used again
+        store.try_consume(b"e", 1, 0).unwrap();
+        assert!(store.contains_key(b"b"), "b was spared, its mark cleared");
+        assert!(!store.contains_key(b"c"), "c, unused since the hand passed, went");
+    }
+
     /// A store of ten greedy keys whose key space is `max_key_bytes`.
     fn bounded(max_key_bytes: u64) -> BucketStore {
         let mut store =
@@ -1013,6 +1025,16 @@ mod tests {
     }
 
     #[test]
+    fn supplying_a_current_key_leaves_it_as_it_is() {
+        let mut store = store(10, None);
+        store.configure(None, 3, TokensInheritanceStrategy::Reset);
+        store.supply(b"a", &greedy(10, 1), 0).unwrap();
+        assert_eq!(store.try_consume(b"a", 4, 0), Ok(Some(true)));
+        store.supply(b"a", &greedy(10, 1), 0).unwrap(); // as a second caller of the supplier would
+        assert_eq!(store.get_available_tokens(b"a", 0), Ok(Some(6)), "not replaced, so not reset");
+    }
+
+    #[test]
     fn clear_keeps_the_key_space_limit() {
         let mut store = bounded(65_536);
         store.try_consume(&[b'a'; 60_000], 1, 0).unwrap();
@@ -1097,6 +1119,29 @@ mod tests {
     }
 
     #[test]
+    fn a_key_replaced_again_and_again_reuses_its_extra_states() {
+        let two = |capacity: i64| {
+            // Named, so that AS_IS carries each bandwidth's tokens over (unnamed, two would not match).
+            let limit = |c: i64, id| Bandwidth::builder().capacity(c).refill_greedy(1, Duration::from_secs(1)).id(id);
+            let config = BucketConfiguration::builder().add_limit(limit(capacity, "a").build().unwrap());
+            config.add_limit(limit(capacity * 2, "b").build().unwrap()).build().unwrap()
+        };
+        let mut store = store(10, Some(two(10)));
+        let mut bucket = TokenBucket::new(two(10), 0);
+        for version in 1..=50 {
+            assert_eq!(store.try_consume(b"k", 1, 0), Ok(Some(bucket.try_consume(1, 0).unwrap())));
+            store.configure(Some(two(10 + version)), version as u64, TokensInheritanceStrategy::AsIs);
+            bucket.replace_configuration(two(10 + version), TokensInheritanceStrategy::AsIs, 0).unwrap();
+        }
+        assert_eq!(bucket.get_available_tokens(0), 0, "AS_IS carried the consumptions over: 10 granted, 40 refused");
+        assert_eq!(store.get_available_tokens(b"k", 0), Ok(Some(0)), "replaced on access");
+        assert_eq!(store.extra.held(), 1, "the second bandwidth's one state, reused by every replacement");
+        assert!(store.remove(b"k"));
+        store.try_consume(b"other", 1, 0).unwrap();
+        assert_eq!(store.extra.held(), 1, "and by the next key after a removal");
+    }
+
+    #[test]
     fn removed_keys_bytes_are_reclaimed_and_others_survive() {
         let mut store = store(usize::MAX, Some(greedy(10, 1)));
         let key = |i: u32| format!("{i:0>1000}").into_bytes();
@@ -1107,6 +1152,7 @@ mod tests {
             assert!(store.remove(&key(i)));
         }
         assert_eq!(store.key_bytes(), 100_000);
+        assert!(!store.is_empty());
         assert!(store.keys.live_bytes() == 100_000 && !store.keys.needs_compaction());
         for i in 200..300 {
             assert_eq!(store.get_available_tokens(&key(i), 0), Ok(Some(9)), "key {i} kept its bucket");

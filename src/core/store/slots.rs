@@ -174,6 +174,12 @@ impl ExtraStates {
         self.states.clear();
         self.free.clear();
     }
+
+    /// States held, in use or free: what the store's memory grows with.
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
+        self.states.len()
+    }
 }
 
 #[cfg(test)]
