@@ -268,6 +268,17 @@ mod tests {
     }
 
     #[test]
+    fn policy_names_are_one_to_sixty_four_plain_characters() {
+        let policy = r#"{"bandwidths": [{"capacity": 1, "refill": {"kind": "greedy", "tokens": 1, "period": "1s"}}]}"#;
+        let named = |name: &str| Policies::parse(&format!(r#"{{"{name}": {policy}}}"#));
+        assert!(named(&"a".repeat(MAX_NAME_LEN)).is_ok());
+        assert!(named("v1.login_burst-2").is_ok());
+        for refused in [String::new(), "a".repeat(MAX_NAME_LEN + 1)] {
+            assert!(named(&refused).unwrap_err().contains("policy name"), "{refused:?}");
+        }
+    }
+
+    #[test]
     fn reads_the_configuration_schema_and_the_policy_fields() {
         let policies = Policies::parse(TWO).unwrap();
         let api = policies.get("api").unwrap();
