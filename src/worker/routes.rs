@@ -687,6 +687,8 @@ mod tests {
         assert!(!could("GET", "/projects/group%2Fproject"));
         assert!(!could("POST", "/users/1/posts/2/%2F"), "longer than the route");
         assert!(could("GET", "/x/%2F/../api"), "`..` may climb out of the unclear segment");
+        assert!(could("GET", "/api/v1/x%2Fy"), "** takes any rest after the known segments");
+        assert!(could("POST", "/users/1/posts%2F"), ":id takes any known segment");
         // A `..` inside the unclear segment climbs too, for origins that split at `%2F` or `%5C`
         // before resolving dot segments (nginx, Python's http.server, IIS); found in review.
         for path in
@@ -716,6 +718,7 @@ mod tests {
             assert_eq!(known(path), Vec::<String>::new(), "{path}");
         }
         assert_eq!(known("/a/b/%u002e./c"), ["a"]);
+        assert_eq!(known("/a/b/%u002e%2e/c"), ["a"], "an IIS escape beside a plain one");
         assert_eq!(known("/a/%uD800./b"), ["a"], "a lone surrogate is no dot");
         // Other stray `%`s are read as they are everywhere: not unclear.
         assert_eq!(at("/files/100%.pdf"), ["files", "100%.pdf"]);
@@ -761,6 +764,9 @@ mod tests {
         assert_eq!(find(&table, Method::Plain("GET"), &at("/api/v2/items")).unwrap().0.pattern, "/api/*/items");
         assert_eq!(find(&table, Method::Plain("GET"), &at("/api/v2/items/3")).unwrap().0.pattern, "/**");
         assert!(find(&table[..2], Method::Plain("GET"), &at("/other")).is_none());
+        let colon = routes(r#"[{"pattern": "/a/:", "policy": "api", "key": {"source": "ip"}}]"#).unwrap();
+        assert!(find(&colon, Method::Plain("GET"), &at("/a/:")).is_some());
+        assert!(find(&colon, Method::Plain("GET"), &at("/a/x")).is_none(), "a lone ':' is a literal, not a capture");
     }
 
     #[test]
@@ -782,6 +788,7 @@ mod tests {
         let route = |extra: &str| routes(&format!(r#"[{{"pattern": "/a/:id", "policy": "api", {extra}}}]"#));
         assert!(route(r#""key": {"source": "ip"}, "cost": 6"#).unwrap_err().contains("cost must be 1 to 5"));
         assert!(route(r#""key": {"source": "ip"}, "cost": 0"#).is_err());
+        assert!(route(r#""key": {"source": "ip"}, "cost": 5"#).is_ok(), "the smallest capacity itself");
         assert!(route(r#""key": {"source": "segment", "name": "user"}"#).unwrap_err().contains("lacks"));
         assert!(route(r#""key": {"source": "cookie"}"#).unwrap_err().contains("unknown variant"));
         assert!(routes(r#"[{"pattern": "/a", "policy": "nope", "key": {"source": "ip"}}]"#)
@@ -834,6 +841,7 @@ mod tests {
             "/%u002e%u002e/secret",
             "/a//..%2F..%2Fsecret", // merged first: a, .., .. climbs once too often
             "/x\\..%5c..%5csecret",
+            "/.%2F..%2Fsecret",
         ] {
             assert!(climbs_above_root(climbing), "{climbing}");
         }
@@ -900,13 +908,15 @@ mod tests {
                 {"pattern": "/h", "policy": "api", "key": {"source": "header", "name": "X-User"}},
                 {"pattern": "/k", "policy": "api", "key": {"source": "apiKey", "header": "Authorization"}},
                 {"pattern": "/s/:who", "policy": "api", "key": {"source": "segment", "name": "who"}},
-                {"pattern": "/c", "policy": "api", "key": {"source": "constant", "value": "everyone"}}]"#,
+                {"pattern": "/c", "policy": "api", "key": {"source": "constant", "value": "everyone"}},
+                {"pattern": "/d", "policy": "api", "key": {"source": "apiKey"}}]"#,
         )
         .unwrap();
         let headers = |name: &str| match name {
             "CF-Connecting-IP" => Some("203.0.113.7".to_owned()),
             "X-User" => Some("ann".to_owned()),
             "Authorization" => Some("Bearer secret".to_owned()),
+            "X-API-Key" => Some("other".to_owned()),
             _ => None,
         };
         let key = |path: &str| {
@@ -918,6 +928,7 @@ mod tests {
         assert_eq!(key("/h").unwrap(), "gateway:api:header:ann");
         assert_eq!(key("/k").unwrap(), format!("gateway:api:apikey:{}", hash_api_key("secret")));
         assert_eq!(hash_api_key("secret"), "2bb80d537b1da3e38bd30361aa855686");
+        assert_eq!(key("/d").unwrap(), format!("gateway:api:apikey:{}", hash_api_key("other")), "X-API-Key by default");
         for spelling in
             ["Bearer secret", "bearer secret", "BEARER  secret", " Bearer secret ", "Bearer\tsecret", "secret"]
         {
