@@ -108,6 +108,36 @@ mod tests {
     fn an_alarm_is_set_a_year_ahead_at_most() {
         let now = 1.8e12; // 2027
         assert_eq!(alarm_time(now + 5_000.0, now), now + 5_000.0);
-        assert_eq!(alarm_time(8.64e15, now), now + MAX_AHEAD_MILLIS, "the latest Date, as for a bucket never deleted");
+        let year = 365.0 * 86_400_000.0;
+        assert_eq!(alarm_time(8.64e15, now), now + year, "the latest Date, as for a bucket never deleted");
+    }
+
+    // Null stands in for the runtime's state and promise, which none of these paths touch.
+    fn written(alarm: &IdleAlarm, at: f64) -> AlarmWrite {
+        alarm.at.set(Some(at));
+        AlarmWrite { written: JsValue::NULL.unchecked_into(), at, set: Rc::clone(&alarm.at) }
+    }
+
+    #[test]
+    fn an_alarm_set_for_the_deadline_or_earlier_is_not_written_again() {
+        let state = State::from(JsValue::NULL.unchecked_into::<worker::worker_sys::DurableObjectState>());
+        let alarm = IdleAlarm::default();
+        written(&alarm, 5_000.0);
+        assert!(alarm.schedule(&state, 5_000.0).unwrap().is_none());
+        assert!(alarm.schedule(&state, 9_000.0).unwrap().is_none());
+        assert_eq!(alarm.at.get(), Some(5_000.0));
+    }
+
+    #[test]
+    fn a_failed_write_or_a_clear_leaves_no_alarm_counted_as_set() {
+        let alarm = IdleAlarm::default();
+        written(&alarm, 5_000.0).failed();
+        assert_eq!(alarm.at.get(), None);
+        let replaced = written(&alarm, 5_000.0);
+        written(&alarm, 3_000.0);
+        replaced.failed();
+        assert_eq!(alarm.at.get(), Some(3_000.0), "the later write's alarm stays");
+        alarm.clear();
+        assert_eq!(alarm.at.get(), None);
     }
 }
