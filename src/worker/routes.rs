@@ -340,24 +340,19 @@ pub fn split_readings(path: &str) -> [Vec<String>; 2] {
 /// is `/x` to the URL standard but `../x` to an origin that splits on `%2F`, which joined under a
 /// base path (`/base/a/../../x`) reaches `/x`, outside it.
 pub fn climbs_above_root(path: &str) -> bool {
-    let above_root = |pieces: &[String]| {
-        // An empty first piece is what precedes the path's leading `/`, not a segment.
-        let pieces = match pieces {
-            [first, rest @ ..] if first.is_empty() => rest,
-            _ => pieces,
-        };
-        let mut depth = 0usize;
-        for piece in pieces {
-            match piece.as_str() {
-                ".." if depth == 0 => return true,
-                ".." => depth -= 1,
-                "." => {}
-                _ => depth += 1,
-            }
+    // The merged reading alone: an empty segment kept only adds depth, so the other reading
+    // never climbs where this one does not.
+    let [_, merged] = split_pieces(path);
+    let mut depth = 0usize;
+    for piece in merged {
+        match piece.as_str() {
+            ".." if depth == 0 => return true,
+            ".." => depth -= 1,
+            "." => {}
+            _ => depth += 1,
         }
-        false
-    };
-    split_pieces(path).iter().any(|pieces| above_root(pieces))
+    }
+    false
 }
 
 /// The pieces of `path` before dot segments are resolved, for [`split_readings`]: with empty
