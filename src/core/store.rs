@@ -781,7 +781,8 @@ mod tests {
         for key in [b"a", b"b", b"c", b"d"] {
             store.try_consume(key, 1, 0).unwrap(); // d: the hand clears a, b, c, evicts a
         }
-        store.try_consume(b"b", 1, 0).unwrap(); // under the hand now, and used again
+        store.try_consume(b"b", 1, 0).unwrap(); // under the hand now, and used again, twice
+        store.try_consume(b"b", 1, 0).unwrap();
         store.try_consume(b"e", 1, 0).unwrap();
         assert!(store.contains_key(b"b"), "b was spared, its mark cleared");
         assert!(!store.contains_key(b"c"), "c, unused since the hand passed, went");
@@ -1139,6 +1140,8 @@ mod tests {
         assert!(store.remove(b"k"));
         store.try_consume(b"other", 1, 0).unwrap();
         assert_eq!(store.extra.held(), 1, "and by the next key after a removal");
+        store.clear();
+        assert_eq!(store.extra.held(), 0);
     }
 
     #[test]
