@@ -56,12 +56,12 @@ pub fn start(req: &Incoming, settings: &Settings, started: f64) -> Step {
             "this path reads as the service API's ({}) spelled another way; call the API with its plain path",
             settings.api_prefix.as_str()
         );
-        return own(req, settings, respond::counted_problem(&ApiError::bad_request("INVALID_PATH", message)));
+        return invalid_path(req, settings, message);
     }
     if climbs_out_of_base(req.path(), settings) {
         let message = "this path climbs above the root under some reading (an encoded '/' or '\\', or '..;'), \
                        which would take it out of ORIGIN's base path";
-        return own(req, settings, respond::counted_problem(&ApiError::bad_request("INVALID_PATH", message)));
+        return invalid_path(req, settings, message.into());
     }
     let parts = match reading {
         PathReading::Clear(parts) => parts,
@@ -138,6 +138,11 @@ fn with_cors(req: &Incoming, settings: &Settings, answer: Answer) -> Answer {
     answer.with(settings.cors_origins.headers(|| req.header("Origin")))
 }
 
+/// 400 `INVALID_PATH`, for a path the gateway refuses under any route.
+fn invalid_path(req: &Incoming, settings: &Settings, message: String) -> Step {
+    own(req, settings, respond::counted_problem(&ApiError::bad_request("INVALID_PATH", message)))
+}
+
 /// Whether `path`, appended to `ORIGIN`'s base path, could reach outside it at an origin that
 /// reads more into it than the URL standard does (see [`routes::climbs_above_root`]). The runtime
 /// resolves plain dot segments before the worker sees the path, so only such readings climb.
@@ -160,7 +165,13 @@ fn forward(req: &Incoming, settings: &Settings, headers: Vec<(&'static str, Stri
 /// the request was decided, and its token spent.
 pub fn unreachable(req: &Incoming, settings: &Settings, error: &str, extra: &[(&'static str, String)]) -> Answer {
     let error = ApiError::new(502, "ORIGIN_UNREACHABLE", format!("the origin did not answer: {error}"));
-    with_cors(req, settings, respond::counted_problem(&error).with(extra.iter().cloned()))
+    origin_problem(req, settings, &error, extra)
+}
+
+/// The gateway's answer when the origin failed a forwarded request: `error`, with the bucket's
+/// `extra` headers (none when no route decided it).
+fn origin_problem(req: &Incoming, settings: &Settings, error: &ApiError, extra: &[(&'static str, String)]) -> Answer {
+    with_cors(req, settings, respond::counted_problem(error).with(extra.iter().cloned()))
 }
 
 /// The origin's `response` with the bucket's `extra` headers; a status a response cannot carry
@@ -173,5 +184,5 @@ pub fn with_response(
 ) -> Result<web_sys::Response, Answer> {
     let origin = settings.origin.as_deref().unwrap_or_default();
     forwarding::decorated(response, extra, |location| forwarding::public_location(location, origin, req.site()))
-        .map_err(|error| with_cors(req, settings, respond::counted_problem(&error).with(extra.iter().cloned())))
+        .map_err(|error| origin_problem(req, settings, &error, extra))
 }

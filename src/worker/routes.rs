@@ -333,7 +333,9 @@ pub fn read_path(path: &str) -> PathReading {
 /// nginx (`merge_slashes`), Tomcat and path normalisers do (`/x//..%2Fv1` is `/x/v1` to the one,
 /// `/v1` to the other). [`read_path`] gives the plain reading, and stops at an unclear segment.
 pub fn split_readings(path: &str) -> [Vec<String>; 2] {
-    split_pieces(path).map(resolved)
+    let pieces = split_pieces(path);
+    let merged = merged(&pieces);
+    [resolve(pieces).0, resolve(merged).0]
 }
 
 /// Whether some reading of `path` (see [`split_readings`]) climbs above its root: `/a/..%2F..%2Fx`
@@ -342,22 +344,12 @@ pub fn split_readings(path: &str) -> [Vec<String>; 2] {
 pub fn climbs_above_root(path: &str) -> bool {
     // The merged reading alone: an empty segment kept only adds depth, so the other reading
     // never climbs where this one does not.
-    let [_, merged] = split_pieces(path);
-    let mut depth = 0usize;
-    for piece in merged {
-        match piece.as_str() {
-            ".." if depth == 0 => return true,
-            ".." => depth -= 1,
-            "." => {}
-            _ => depth += 1,
-        }
-    }
-    false
+    resolve(merged(&split_pieces(path))).1
 }
 
-/// The pieces of `path` before dot segments are resolved, for [`split_readings`]: with empty
-/// pieces kept, and merged away.
-fn split_pieces(path: &str) -> [Vec<String>; 2] {
+/// The pieces of `path` before dot segments are resolved, for [`split_readings`], empty ones
+/// kept.
+fn split_pieces(path: &str) -> Vec<String> {
     let path = without_tabs(path);
     let mut pieces = Vec::new();
     for raw in path.split(['/', '\\']) {
@@ -367,8 +359,12 @@ fn split_pieces(path: &str) -> [Vec<String>; 2] {
             pieces.push(piece.split(';').next().unwrap_or_default().to_owned());
         }
     }
-    let merged = pieces.iter().filter(|piece| !piece.is_empty()).cloned().collect();
-    [pieces, merged]
+    pieces
+}
+
+/// `pieces` with the empty ones merged away, as nginx (`merge_slashes`) and Tomcat read a path.
+fn merged(pieces: &[String]) -> Vec<String> {
+    pieces.iter().filter(|piece| !piece.is_empty()).cloned().collect()
 }
 
 /// Whether every origin reads `path` as [`read_path`] does: nothing escaped, and no `\\`, `;`,
@@ -387,18 +383,20 @@ fn without_tabs(path: &str) -> Cow<'_, str> {
     }
 }
 
-/// `pieces` with dot segments resolved, then empty ones dropped.
-fn resolved(pieces: Vec<String>) -> Vec<String> {
+/// `pieces` with dot segments resolved, then empty ones dropped; and whether a `..` found
+/// nothing left to remove (climbed above the root).
+fn resolve(pieces: Vec<String>) -> (Vec<String>, bool) {
     let mut parts: Vec<String> = Vec::new();
+    let mut climbed = false;
     for piece in pieces {
         match piece.as_str() {
-            ".." => _ = parts.pop(),
+            ".." => climbed |= parts.pop().is_none(),
             "." => {}
             _ => parts.push(piece),
         }
     }
     parts.retain(|part| !part.is_empty());
-    parts
+    (parts, climbed)
 }
 
 /// Why a segment other than `.` and `..` (`raw`, and `decoded` from it) is unclear (see
