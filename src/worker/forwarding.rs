@@ -186,28 +186,21 @@ fn merged_list(origin: Option<String>, ours: &str) -> String {
 
 /// `location` as the client should see it: a URL on the origin (`ORIGIN`, then a path, query or
 /// nothing) becomes the same URL on the gateway's own `site`, as a reverse proxy's redirect
-/// rewriting does (nginx's `proxy_redirect default`). Scheme and host compare without case and a
-/// default port (`:443`, `:80`) counts as none, as the URL parser has them; a scheme-relative
-/// `//host/…` takes the origin's scheme. Anything else is `None` and stays as the origin sent
-/// it: a relative URL, another site, a user name, and a path that climbs out of the origin's base
-/// path with `..` (rewritten, the gateway would send it back under the base path).
+/// rewriting does (nginx's `proxy_redirect default`). The URL is read as a browser on `site`
+/// reads it (see [`absolute_parts`]); scheme and host compare without case and a default port
+/// (`:443`, `:80`) counts as none, as the URL parser has them. Anything else is `None` and stays
+/// as the origin sent it: a relative URL, another site, a user name, and a path that climbs out
+/// of the origin's base path with `..` (rewritten, the gateway would send it back under the base
+/// path).
 pub fn public_location(location: &str, origin: &str, site: &str) -> Option<String> {
     let (origin_site, base) = split_site(origin);
-    let absolute;
-    let location = match location.strip_prefix("//") {
-        Some(rest) => {
-            absolute = format!("{}://{rest}", origin_site.split("://").next().unwrap_or_default());
-            &absolute
-        }
-        None => location,
-    };
-    let (location_site, rest) = split_site(location);
-    if location_site.is_empty() || site::normal_site(location_site) != site::normal_site(origin_site) {
+    let (location_site, rest) = absolute_parts(location, scheme(origin_site), scheme(site))?;
+    if site::normal_site(&location_site) != site::normal_site(origin_site) {
         return None;
     }
     let tail = rest.strip_prefix(base)?;
     let path = tail.split(['?', '#']).next().unwrap_or_default();
-    if path.split(['/', '\\']).any(is_dot_segment) {
+    if path.split('/').any(is_dot_segment) {
         return None;
     }
     match tail.chars().next() {
@@ -218,11 +211,49 @@ pub fn public_location(location: &str, origin: &str, site: &str) -> Option<Strin
     }
 }
 
-/// Whether the URL parser reads `segment` as `.` or `..`: tabs and newlines dropped, `%2e` (any
-/// case) a dot.
+/// The scheme of `scheme://…`, in lower case.
+fn scheme(site: &str) -> String {
+    site.split("://").next().unwrap_or_default().to_ascii_lowercase()
+}
+
+/// An http(s) `location`'s `scheme://authority` and the rest (path, query, fragment), as the URL
+/// parser reads it on a page whose scheme is `page_scheme`; `None` for a URL relative to that
+/// page. The parser drops spaces and controls around the URL and every tab and newline in it,
+/// takes `\` for `/` (so the rest is returned with `/` in its path), and skips any run of slashes
+/// before the authority: `http:\\host`, `http:/\host`, and `http:host` or `http:/host` on a
+/// page of another scheme. A scheme-relative `//host` is taken with `origin_scheme`, as the
+/// origin meant it.
+fn absolute_parts(location: &str, origin_scheme: String, page_scheme: String) -> Option<(String, String)> {
+    let cleaned: String =
+        location.trim_matches(|c: char| c <= ' ').chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
+    // Without a scheme, or with the page's own, the authority needs two slashes before it.
+    let (scheme, after, page_relative) = match split_scheme(&cleaned) {
+        Some((scheme, after)) => (scheme.clone(), after, scheme == page_scheme),
+        None => (origin_scheme, cleaned.as_str(), true),
+    };
+    let rest = after.trim_start_matches(['/', '\\']);
+    if page_relative && after.len() - rest.len() < 2 || !matches!(scheme.as_str(), "http" | "https") {
+        return None;
+    }
+    let (authority, tail) = rest.split_at(rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len()));
+    let path_end = tail.find(['?', '#']).unwrap_or(tail.len());
+    let tail = format!("{}{}", tail[..path_end].replace('\\', "/"), &tail[path_end..]);
+    Some((format!("{scheme}://{authority}"), tail))
+}
+
+/// A URL's scheme (a letter, then letters, digits, `+`, `-` and `.`, before a `:`), in lower
+/// case, and what follows the `:`.
+fn split_scheme(url: &str) -> Option<(String, &str)> {
+    let (scheme, after) = url.split_once(':')?;
+    let mut chars = scheme.chars();
+    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then(|| (scheme.to_ascii_lowercase(), after))
+}
+
+/// Whether the URL parser reads `segment` as `.` or `..`: `%2e` (any case) is a dot.
 fn is_dot_segment(segment: &str) -> bool {
-    let plain: String = segment.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
-    matches!(plain.to_ascii_lowercase().replace("%2e", ".").as_str(), "." | "..")
+    matches!(segment.to_ascii_lowercase().replace("%2e", ".").as_str(), "." | "..")
 }
 
 #[cfg(test)]
@@ -277,6 +308,39 @@ mod tests {
             assert_eq!(public_location(&location, based, "https://gw.example"), None, "{climbing}");
         }
         assert_eq!(at("https://api.example/base/%2e%2ex", based).as_deref(), Some("https://gw.example/%2e%2ex"));
+    }
+
+    #[test]
+    fn redirects_are_read_as_a_browser_reads_them() {
+        let at = |location, origin| public_location(location, origin, "https://gw.example");
+        let origin = "http://10.0.0.5:8080";
+        // Each of these takes a browser on the gateway to the origin (`new URL(location, page)`).
+        for to_origin in [
+            "http://10.0.0.5:8080\\x",
+            "http:\\\\10.0.0.5:8080/x",
+            "http:/\\10.0.0.5:8080/x",
+            "HTTP:////10.0.0.5:8080/x",
+            "\\\\10.0.0.5:8080/x",
+            "/\\10.0.0.5:8080/x",
+            " http://10.0.0.5:8080/x\n",
+            "\u{1}ht\ttp://10.0.0.5:8080/x\u{0}",
+            "http:10.0.0.5:8080/x",
+            "http:/10.0.0.5:8080/x",
+        ] {
+            assert_eq!(at(to_origin, origin).as_deref(), Some("https://gw.example/x"), "{to_origin:?}");
+        }
+        // On a page of the same scheme, these are paths on the gateway itself.
+        let on_http = |location| public_location(location, origin, "http://gw.example");
+        assert_eq!(on_http("http:10.0.0.5:8080/x"), None);
+        assert_eq!(on_http("http:/10.0.0.5:8080/x"), None);
+        assert_eq!(on_http("http:/\\10.0.0.5:8080/x").as_deref(), Some("http://gw.example/x"));
+        assert_eq!(at("/x:y", origin), None);
+        assert_eq!(at("ws://10.0.0.5:8080/x", origin), None);
+        assert_eq!(at("http://", origin), None);
+        let based = "https://api.example/base";
+        assert_eq!(at("https://api.example\\base\\x?a\\b", based).as_deref(), Some("https://gw.example/x?a\\b"));
+        assert_eq!(at("https://api.example/base\\..\\other", based), None, "climbs out of the base path");
+        assert_eq!(at("https://api.example/base/.\t./other", based), None, "climbs out of the base path");
     }
 
     #[test]

@@ -79,6 +79,8 @@ test("the origin learns where the client sent a request, and its redirects to it
   const home = await redirect('{self}/landing?x=1');
   assert.equal(home.status, 302);
   assert.equal(home.headers.get('location'), new URL('/landing?x=1', w.url).href);
+  // A browser reads `\` as `/`: this too leads to the origin, and is rewritten.
+  assert.equal((await redirect('{self}\\landing?x=1')).headers.get('location'), new URL('/landing?x=1', w.url).href);
   for (const away of ['https://idp.example/auth?back=1', '/relative']) {
     assert.equal((await redirect(away)).headers.get('location'), away, 'other places stay as sent');
   }
