@@ -148,8 +148,11 @@ async function drain(request) {
   }
 }
 
-/** The body's length as `Content-Length` declares it; NaN when it declares none (chunked). */
+/** The body's length as `Content-Length` declares it; NaN when it declares none, or when a
+ * `Transfer-Encoding` is sent beside it: chunked framing then decides the length (RFC 9112 §6.3),
+ * and a small declared length would let a body of any size be read whole. */
 function declaredLength(request) {
+  if (request.headers.has('Transfer-Encoding')) return NaN;
   const value = request.headers.get('Content-Length');
   return value !== null && /^\d+$/.test(value) ? Number(value) : NaN;
 }

@@ -44,8 +44,12 @@ impl Incoming {
         self.raw.headers().get(name).ok().flatten()
     }
 
-    /// The body's length as `Content-Length` declares it, if it does (a chunked body does not).
+    /// The body's length as `Content-Length` declares it, if it does: a chunked body does not,
+    /// and beside a `Transfer-Encoding` the chunks decide the length (RFC 9112 §6.3).
     pub fn declared_length(&self) -> Option<u64> {
+        if self.header("Transfer-Encoding").is_some() {
+            return None;
+        }
         self.header("Content-Length").and_then(|v| v.parse().ok())
     }
 

@@ -56,7 +56,8 @@ pub fn with_body(
 ) -> Step {
     let step = body
         .map_err(|e| ApiError::bad_request("INVALID_BODY", e))
-        .and_then(|body| body.ok_or_else(too_large))
+        // Checked here too, whatever read it: the limit is this module's promise.
+        .and_then(|body| body.filter(|body| body.len() <= MAX_BODY_BYTES).ok_or_else(too_large))
         .and_then(|body| api::command(endpoint, &body))
         .and_then(|command| ask(endpoint, command, settings, started));
     step.unwrap_or_else(|error| Step::Answer(respond::counted_problem(&error)))
@@ -192,5 +193,36 @@ fn check_gateway_policy(key: &str, policy: &str) -> Result<(), ApiError> {
             ),
         )),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{with_body, Step, MAX_BODY_BYTES};
+    use crate::worker::{api::Endpoint, policy::Policies, settings::Settings};
+
+    fn settings() -> Settings {
+        let policies = r#"{"p":{"bandwidths":[{"capacity":5,"refill":{"kind":"greedy","tokens":5,"period":"1s"}}]}}"#;
+        Settings {
+            policies: Policies::parse(policies).unwrap(),
+            api_prefix: Default::default(),
+            routes: Vec::new(),
+            origin: None,
+            cors_origins: Default::default(),
+            secrets: Default::default(),
+            log_decisions: false,
+        }
+    }
+
+    #[test]
+    fn a_body_past_the_limit_is_refused_however_it_was_read() {
+        let endpoint = Endpoint::Consume("k".into());
+        let body = |pad: usize| Ok(Some(format!(r#"{{"policy":"p"{}}}"#, " ".repeat(pad)).into_bytes()));
+        let at_the_limit = MAX_BODY_BYTES - r#"{"policy":"p"}"#.len();
+        assert!(matches!(with_body(&endpoint, body(at_the_limit), &settings(), 0.0), Step::Ask(_)));
+        match with_body(&endpoint, body(at_the_limit + 1), &settings(), 0.0) {
+            Step::Answer(answer) => assert_eq!((answer.status, answer.body.contains("BODY_TOO_LARGE")), (413, true)),
+            other => panic!("{other:?}"),
+        }
     }
 }

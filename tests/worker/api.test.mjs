@@ -2,7 +2,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { start, post, admin, greedy, intervally, ADMIN } from './harness.mjs';
+import { start, post, admin, greedy, intervally, rawRequest, ADMIN, SERVICE } from './harness.mjs';
 
 const EXPOSE =
   'RateLimit, RateLimit-Policy, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, ' +
@@ -388,6 +388,27 @@ test('a chunked body is refused with 413 once past the limit, before the upload 
   });
   assert.equal(status, 413);
   assert.ok(sent < 1024 * 1024, `answered after ${sent} bytes`);
+});
+
+test('a Content-Length beside Transfer-Encoding: chunked frames nothing: the chunks decide, and the limit holds', async () => {
+  // RFC 9112 §6.3. Taken at its word, `Content-Length: 0` let a body of any size be read whole.
+  const chunk = (text) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+  const head = (authorization) =>
+    `POST /v1/buckets/${key()}/consume HTTP/1.1\r\n${authorization}Content-Type: application/json\r\n` +
+    'Content-Length: 0\r\nTransfer-Encoding: chunked\r\nConnection: close';
+  const status = async (request) => {
+    let timer;
+    const late = new Promise((resolve) => (timer = setTimeout(resolve, 5000, { status: 'no answer within 5 s' })));
+    const answer = await Promise.race([request, late]);
+    clearTimeout(timer);
+    return answer.status;
+  };
+  const padding = Array.from({ length: 16 }, () => chunk(' '.repeat(65_536))).join('');
+  const whole = `${chunk('{"policy":"one"')}${padding}${chunk('}')}0\r\n\r\n`;
+  assert.equal(await status(rawRequest(w.url, head(`Authorization: Bearer ${SERVICE}\r\n`), whole)), 413);
+  // Without a token, a body that never ends: the 401 comes once at most 64 KiB were read.
+  const unfinished = Array.from({ length: 4 }, () => chunk('x'.repeat(65_536))).join('');
+  assert.equal(await status(rawRequest(w.url, head(''), unfinished)), 401);
 });
 
 test('legacy X-RateLimit headers describe the tightest bandwidth', async () => {
