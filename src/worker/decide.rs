@@ -500,7 +500,7 @@ mod tests {
         let rejected = apply(&mut held, &consume(2, Mode::Try), &p, T0 + 50 * MS).unwrap();
         assert!(!rejected.changed && !rejected.outcome.allowed);
         assert_eq!(rejected.outcome.wait_nanos, 150 * MS, "half a token earned, one and a half to go");
-        assert_eq!(rejected.outcome.violated(), ["burst"]);
+        assert_eq!(rejected.outcome.violated(0), ["burst"]);
         let names: Vec<_> = rejected.outcome.bandwidths.iter().map(|b| (b.name.as_str(), b.window_seconds)).collect();
         assert_eq!(names, [("burst", 1), ("api-2", 3600)]);
     }
@@ -589,6 +589,24 @@ mod tests {
         assert!(reserved.changed && reserved.outcome.allowed);
         assert_eq!(reserved.outcome.wait_nanos, 200 * MS);
         assert_eq!((refused.promised_nanos, reserved.promised_nanos), (1_100 * MS, 0));
+    }
+
+    #[test]
+    fn a_refused_reservation_names_only_the_bandwidths_that_refused_it() {
+        let p = Policies::parse(
+            r#"{"p": {"bandwidths": [
+                {"id": "fast", "capacity": 10, "refill": {"kind": "greedy", "tokens": 10, "period": "1s"}},
+                {"id": "slow", "capacity": 10, "refill": {"kind": "greedy", "tokens": 1, "period": "1s"}}]}}"#,
+        )
+        .unwrap();
+        let mut held = None;
+        apply(&mut held, &Command::Consume { policy: "p".into(), tokens: 10, mode: Mode::Try }, &p, T0).unwrap();
+        // Two tokens: `fast` has them in 200 ms, within the second; `slow` only in 2 s.
+        let reserve = Command::Reserve { policy: "p".into(), tokens: 2, max_wait_nanos: 1_000 * MS };
+        let refused = apply(&mut held, &reserve, &p, T0).unwrap().outcome;
+        assert!(!refused.allowed);
+        assert_eq!(refused.violated(reserve.accepted_wait()), ["slow"]);
+        assert_eq!(refused.violated(0), ["fast", "slow"], "as a consume, both refuse");
     }
 
     #[test]

@@ -92,9 +92,10 @@ impl ApiError {
 /// The draft's `quota-exceeded` problem type (draft-ietf-httpapi-ratelimit-headers-10, 5.1).
 pub const QUOTA_EXCEEDED: &str = "https://iana.org/assignments/http-problem-types#quota-exceeded";
 
-/// The 429 document for a rejection: `violated-policies` names the bandwidths that lacked tokens.
-pub fn quota_exceeded(outcome: &Outcome) -> serde_json::Value {
-    let violated = outcome.violated();
+/// The 429 document for a rejection: `violated-policies` names the bandwidths that refused it
+/// (see [`Outcome::violated`]).
+pub fn quota_exceeded(outcome: &Outcome, accepted_wait: i64) -> serde_json::Value {
+    let violated = outcome.violated(accepted_wait);
     let detail = match (headers::retry_after(outcome), round_up(outcome.wait_nanos, MILLISECOND)) {
         (Some(seconds), _) => format!("retry in {seconds} s"),
         (None, Some(ms)) => format!("granted only in windows whole seconds miss: retry in {ms} ms"),
@@ -150,7 +151,7 @@ mod tests {
             bandwidths: Vec::new(),
             no_retry_after,
         };
-        let detail = |o: &Outcome| quota_exceeded(o)["detail"].as_str().unwrap_or_default().to_owned();
+        let detail = |o: &Outcome| quota_exceeded(o, 0)["detail"].as_str().unwrap_or_default().to_owned();
         assert_eq!(detail(&outcome(1_500_000_000, false)), "retry in 2 s");
         assert!(detail(&outcome(1_500_000_000, true)).ends_with("retry in 1500 ms"), "not 'never'");
         assert_eq!(detail(&outcome(crate::INFINITY_DURATION, false)), "the request can never be granted");

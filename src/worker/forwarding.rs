@@ -187,7 +187,7 @@ fn merged_list(origin: Option<String>, ours: &str) -> String {
 /// `location` as the client should see it: a URL on the origin (`ORIGIN`, then a path, query or
 /// nothing) becomes the same URL on the gateway's own `site`, as a reverse proxy's redirect
 /// rewriting does (nginx's `proxy_redirect default`). The URL is read as a browser on `site`
-/// reads it (see [`absolute_parts`]); scheme and host compare without case and a default port
+/// reads it (`absolute_parts`); scheme and host compare without case and a default port
 /// (`:443`, `:80`) counts as none, as the URL parser has them. Anything else is `None` and stays
 /// as the origin sent it: a relative URL, another site, a user name, and a path that climbs out
 /// of the origin's base path with `..` (rewritten, the gateway would send it back under the base

@@ -125,7 +125,7 @@ fn admit(req: &Incoming, settings: &Settings, pending: &Pending, verdict: Verdic
     if outcome.allowed || context.shadow_rejected {
         return forward(req, settings, headers, pending.keyed.as_deref());
     }
-    let problem = errors::quota_exceeded(outcome);
+    let problem = errors::quota_exceeded(outcome, pending.command.accepted_wait());
     own(req, settings, respond::problem_with(429, problem.to_string(), headers))
 }
 

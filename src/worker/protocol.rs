@@ -67,6 +67,14 @@ impl Command {
         }
     }
 
+    /// The longest wait a decision takes as granted: a reservation's `max_wait_nanos`, else 0.
+    pub fn accepted_wait(&self) -> i64 {
+        match self {
+            Command::Reserve { max_wait_nanos, .. } => *max_wait_nanos,
+            _ => 0,
+        }
+    }
+
     /// A decision (consume or reserve): answered with rate-limit headers and logged.
     pub fn is_decision(&self) -> bool {
         matches!(self, Command::Consume { .. } | Command::Reserve { .. })
@@ -139,9 +147,10 @@ impl Outcome {
         self.bandwidths.iter().map(|b| b.available).min().unwrap_or(0).max(0)
     }
 
-    /// Names of the bandwidths that lack the request's tokens.
-    pub fn violated(&self) -> Vec<&str> {
-        self.bandwidths.iter().filter(|b| b.wait_nanos > 0).map(|b| b.name.as_str()).collect()
+    /// Names of the bandwidths that refused the request: those that will not hold its tokens
+    /// within `accepted_wait` ([`Command::accepted_wait`]; 0 for a consume).
+    pub fn violated(&self, accepted_wait: i64) -> Vec<&str> {
+        self.bandwidths.iter().filter(|b| b.wait_nanos > accepted_wait).map(|b| b.name.as_str()).collect()
     }
 }
 

@@ -116,7 +116,7 @@ fn answer(key: &str, outcome: &Outcome, command: &Command, verdict: &Verdict, co
     if body.allowed || command.is_estimate() {
         return respond::json(200, &body, headers);
     }
-    let mut problem = errors::quota_exceeded(outcome);
+    let mut problem = errors::quota_exceeded(outcome, command.accepted_wait());
     if let (Some(problem), Ok(serde_json::Value::Object(decision))) =
         (problem.as_object_mut(), serde_json::to_value(&body))
     {
