@@ -135,13 +135,14 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
     }
     // Created only to answer: nothing moved. A full bucket (initial tokens at capacity) is not
     // kept: a fresh one later is the same, so the key stays unknown and nothing is written. One
-    // below capacity is kept by a refused consume or reservation, else every later request
-    // would meet a fresh bucket again and refill would never accrue; an estimate keeps nothing.
-    // A refused reservation that names a time is kept too: the time holds for this bucket's
-    // refill schedule (an interval refill's phase starts at creation), not for a new one's.
+    // below capacity is kept when it refused (a consume, an estimate or a reservation), else
+    // every later request would meet a fresh bucket again: refill would never accrue, and the
+    // wait it named would never come true. A refused reservation that names a time is kept too:
+    // the time holds for this bucket's refill schedule (an interval refill's phase starts at
+    // creation), not for a new one's.
     let below_capacity = held.as_ref().is_some_and(|h| h.bucket.nanos_to_full_refill(now) > 0);
     let timed = matches!(command, Command::Reserve { .. }) && wait < INFINITY_DURATION;
-    let keep = (below_capacity || timed) && !command.is_estimate();
+    let keep = below_capacity && !allowed || timed;
     if !keep {
         *held = None;
     }
@@ -521,7 +522,7 @@ mod tests {
     }
 
     #[test]
-    fn an_estimate_on_an_unknown_key_answers_as_a_fresh_bucket_and_keeps_nothing() {
+    fn an_allowing_estimate_on_an_unknown_key_answers_as_a_fresh_bucket_and_keeps_nothing() {
         let p = policies(1, 5);
         let mut held = None;
         let estimate = apply(&mut held, &consume(5, Mode::Estimate), &p, T0).unwrap();
@@ -541,14 +542,31 @@ mod tests {
         .unwrap();
         let take = |tokens| Command::Consume { policy: "slow".into(), tokens, mode: Mode::Try };
         let mut held = None;
-        let estimate = Command::Consume { policy: "slow".into(), tokens: 1, mode: Mode::Estimate };
-        assert!(!apply(&mut held, &estimate, &p, T0).unwrap().changed);
-        assert_eq!(held, None, "an estimate keeps nothing, even below capacity");
         let refused = apply(&mut held, &take(1), &p, T0).unwrap();
         assert!(!refused.outcome.allowed && refused.changed, "kept, and written");
         assert!(held.is_some());
         let later = apply(&mut held, &take(1), &p, T0 + 1_000 * MS).unwrap();
         assert!(later.outcome.allowed, "a token accrued since the first request");
+    }
+
+    #[test]
+    fn a_refused_estimate_keeps_a_bucket_below_capacity_so_its_wait_comes_true() {
+        let p = Policies::parse(
+            r#"{ "slow": { "bandwidths": [{ "capacity": 10, "initialTokens": 2,
+                "refill": { "kind": "greedy", "tokens": 1, "period": "1s" } }] } }"#,
+        )
+        .unwrap();
+        let estimate = |tokens| Command::Consume { policy: "slow".into(), tokens, mode: Mode::Estimate };
+        let mut held = None;
+        let allowed = apply(&mut held, &estimate(2), &p, T0).unwrap();
+        assert!(allowed.outcome.allowed && !allowed.changed);
+        assert_eq!(held, None, "what it said holds for a bucket made later too");
+        let refused = apply(&mut held, &estimate(3), &p, T0).unwrap();
+        assert_eq!((refused.outcome.allowed, refused.outcome.wait_nanos), (false, 1_000 * MS));
+        assert!(refused.changed && held.is_some(), "kept, and written: the wait counts from now");
+        let then = apply(&mut held, &estimate(3), &p, T0 + 1_000 * MS).unwrap();
+        assert!(then.outcome.allowed && !then.changed);
+        assert_eq!(held.as_ref().map(|h| h.bucket.get_available_tokens(T0 + 1_000 * MS)), Some(3), "nothing taken");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { start, post, admin, greedy, intervally, rawRequest, ADMIN, SERVICE } from './harness.mjs';
+import { start, post, admin, greedy, intervally, rawRequest, sleep, ADMIN, SERVICE } from './harness.mjs';
 
 const EXPOSE =
   'RateLimit, RateLimit-Policy, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, ' +
@@ -86,7 +86,7 @@ test('estimate changes nothing; ignore-limits goes into debt', async () => {
   assert.ok(body.waitMs > 0, 'the violation is reported');
 });
 
-test('an estimate on an unknown key answers as a fresh bucket and stores nothing', async () => {
+test('an estimate on an unknown key answers as a fresh bucket, and keeps it only when it refused below capacity', async () => {
   const k = key();
   const r = await consume(k, { policy: 'one', tokens: 3, mode: 'estimate' });
   assert.equal(r.status, 200);
@@ -94,6 +94,14 @@ test('an estimate on an unknown key answers as a fresh bucket and stores nothing
   assert.equal((await w.call(`/v1/buckets/${k}`, admin())).status, 404, 'no bucket was created');
   const deleted = await w.call(`/v1/buckets/${k}`, admin({ method: 'DELETE' }));
   assert.deepEqual(await deleted.json(), { deleted: false }, 'nothing to delete');
+  // Refused below capacity, it keeps the bucket: the wait it names counts from now and comes true.
+  const slow = key();
+  const estimate = async () => (await consume(slow, { policy: 'slow', mode: 'estimate' })).json();
+  const refused = await estimate();
+  assert.deepEqual([refused.allowed, refused.waitMs], [false, 100]);
+  assert.equal((await inspect(slow)).bandwidths[0].available, 0, 'kept');
+  await sleep(150);
+  assert.equal((await estimate()).allowed, true);
 });
 
 test('reserve: within maxWait it is reserved with the wait; beyond, refused and nothing taken', async () => {
