@@ -467,6 +467,15 @@ mod tests {
         .unwrap()
     }
 
+    /// A policy `slow`: capacity 10, `initial` tokens at creation, one more each second.
+    fn slow(initial: i64) -> Policies {
+        Policies::parse(&format!(
+            r#"{{ "slow": {{ "bandwidths": [{{ "capacity": 10, "initialTokens": {initial},
+                "refill": {{ "kind": "greedy", "tokens": 1, "period": "1s" }} }}] }} }}"#
+        ))
+        .unwrap()
+    }
+
     fn consume(tokens: i64, mode: Mode) -> Command {
         Command::Consume { policy: "api".into(), tokens, mode }
     }
@@ -535,11 +544,7 @@ mod tests {
 
     #[test]
     fn a_refused_first_request_keeps_a_bucket_below_capacity_so_refill_accrues() {
-        let p = Policies::parse(
-            r#"{ "slow": { "bandwidths": [{ "capacity": 10, "initialTokens": 0,
-                "refill": { "kind": "greedy", "tokens": 1, "period": "1s" } }] } }"#,
-        )
-        .unwrap();
+        let p = slow(0);
         let take = |tokens| Command::Consume { policy: "slow".into(), tokens, mode: Mode::Try };
         let mut held = None;
         let refused = apply(&mut held, &take(1), &p, T0).unwrap();
@@ -551,11 +556,7 @@ mod tests {
 
     #[test]
     fn a_refused_estimate_keeps_a_bucket_below_capacity_so_its_wait_comes_true() {
-        let p = Policies::parse(
-            r#"{ "slow": { "bandwidths": [{ "capacity": 10, "initialTokens": 2,
-                "refill": { "kind": "greedy", "tokens": 1, "period": "1s" } }] } }"#,
-        )
-        .unwrap();
+        let p = slow(2);
         let estimate = |tokens| Command::Consume { policy: "slow".into(), tokens, mode: Mode::Estimate };
         let mut held = None;
         let allowed = apply(&mut held, &estimate(2), &p, T0).unwrap();
