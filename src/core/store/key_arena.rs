@@ -350,4 +350,17 @@ mod tests {
         arena.release(1000);
         assert!(arena.needs_compaction());
     }
+
+    #[test]
+    fn compaction_is_due_only_past_a_chunk_of_garbage() {
+        let mut arena = KeyArena::default();
+        for len in [32_768, 32_768, 1, 1000] {
+            arena.insert(&vec![1u8; len]);
+        }
+        arena.release(32_768);
+        arena.release(32_768);
+        assert!(!arena.needs_compaction(), "a chunk of garbage, though the live keys are far fewer");
+        arena.release(1);
+        assert!(arena.needs_compaction());
+    }
 }
