@@ -334,3 +334,19 @@ fn keys_inserted_after_clear_stay_distinct() {
     }
     assert_eq!(store.len(), 6);
 }
+
+#[test]
+fn removed_keys_are_reclaimed_for_a_new_key_that_does_not_look_for_expired_ones() {
+    // Eight slots and one refusal: the next new key skips the look for expired keys (one look
+    // per two refusals), so only the compaction of removed keys' bytes lets it in.
+    let mut store = slow_store(5, StoreOptions { max_key_bytes: 65_536, ..StoreOptions::default() });
+    let key = |c: u8, len: usize| vec![c; len];
+    for c in b'0'..b'8' {
+        // 64,000 bytes in all
+        assert_eq!(store.try_consume(&key(c, 8_000), 1, 0).unwrap(), Some(true));
+    }
+    assert_eq!(store.try_consume(&key(b'x', 9_000), 1, 0).unwrap_err().code(), "KEY_SPACE_FULL");
+    assert!(store.remove(&key(b'0', 8_000))); // an eighth of the bytes held
+    assert_eq!(store.try_consume(&key(b'x', 9_000), 1, 0), Ok(Some(true)));
+    assert_eq!(store.len(), 8);
+}
