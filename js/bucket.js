@@ -184,7 +184,7 @@ export class BucketBuilder {
     }
     const configuration = this.#given ?? this.#configuration.build();
     const clock = this.#clock;
-    const rawBucket = new raw.RawBucket(rawConfiguration(configuration), clock.unitIsMillis, clock.originMillis, clock.now());
+    const rawBucket = new raw.RawBucket(rawConfiguration(configuration), clock.unitIsMillis, clock.originMillis, readClock(clock));
     return new Bucket(rawBucket, clock);
   }
 }

@@ -8,15 +8,19 @@ import { integerArg, ARG_TIME, describe } from './runtime.js';
  * @property {boolean} unitIsMillis the unit of `now()`: milliseconds, or nanoseconds
  * @property {number} originMillis added to `now()`, in milliseconds
  * @property {() => number} now the current time in the unit
- * @property {boolean} [isDateNow] `now` is `Date.now`
+ * @property {boolean} [isDateNow] `now` reads `Date.now()`
  * @property {boolean} [realTime] `now` reads real time (the built-in clocks; a custom time meter
  *   may be a manual clock)
  * @property {bigint} [lastBigInt] a time meter's last reading when it was a BigInt (see `heldReading`)
  */
 
-/** Wall-clock milliseconds (`Date.now()`), Bucket4j's default precision. */
+/**
+ * Wall-clock milliseconds (`Date.now()`), Bucket4j's default precision. `Date.now` is looked up at
+ * each reading, never kept: fake timers installed after the clock was made must be seen by every
+ * reading alike.
+ */
 export function millisecondClock() {
-  return { unitIsMillis: true, originMillis: 0, now: Date.now, isDateNow: true, realTime: true };
+  return { unitIsMillis: true, originMillis: 0, now: () => Date.now(), isDateNow: true, realTime: true };
 }
 
 /**

@@ -235,6 +235,15 @@ test("misused constructors and hostile arguments get EdgeBucketErrors, not the r
   assert.equal(bucket.getAvailableTokens(), 10);
 });
 
+test('fake timers installed between builder() and build() are the clock of every reading', (t) => {
+  const builder = Bucket.builder().addLimit(tenPerSecond);
+  t.mock.timers.enable({ apis: ['Date'], now: 0 });
+  const bucket = builder.build();
+  assert.equal(bucket.tryConsume(10), true);
+  t.mock.timers.tick(1000);
+  assert.equal(bucket.tryConsume(10), true, 'refilled in one fake second, not created in real time');
+});
+
 test("a built-in clock that reads NaN is an error, never another bucket's BigInt time", () => {
   const realNow = Date.now;
   const plain = Bucket.builder().addLimit(tenPerSecond).build();
