@@ -61,3 +61,15 @@ export function hasAborted(signal) {
     return false;
   }
 }
+
+/**
+ * Why `signal` aborted, as its wait rejects with it; the error itself for a signal-like object
+ * whose `reason` throws, so that the wait still ends.
+ */
+export function abortReason(signal) {
+  try {
+    return signal.reason;
+  } catch (error) {
+    return error;
+  }
+}

@@ -6,7 +6,7 @@ import { durationNanos, describe, exactNumber, I64_MAX, isRawBucket } from './ru
 import * as ops from './operations.js';
 import { readClock, readingMillis, heldReading, timeArg } from './clock.js';
 import { after } from './timers.js';
-import { onAbort, hasAborted } from './abort.js';
+import { onAbort, hasAborted, abortReason } from './abort.js';
 
 /** A bucket's scheduling view: see `Bucket.asScheduler()`. */
 export class Scheduler {
@@ -143,7 +143,7 @@ export class Scheduler {
     return new Promise((resolve, reject) => {
       const aborted = () => {
         this.#withdraw(queue, reservation);
-        reject(signal.reason);
+        reject(abortReason(signal));
       };
       reservation.fail = (error) => {
         this.#leave(queue, reservation);

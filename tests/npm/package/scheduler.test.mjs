@@ -826,6 +826,24 @@ test('a signal-like object that throws rejects the wait with its error and retur
   await later;
 });
 
+test("a signal-like object whose reason throws still ends its wait, with that error", async (t) => {
+  const { bucket, scheduler } = scenario(t);
+  bucket.tryConsume(10);
+  let onAborted = null;
+  const signal = {
+    aborted: false,
+    get reason() { throw new TypeError('no reason'); },
+    throwIfAborted() {},
+    addEventListener(_type, listener) { onAborted = listener; },
+    removeEventListener() {},
+  };
+  const wait = scheduler.consume(5, { signal });
+  signal.aborted = true;
+  onAborted();
+  await assert.rejects(wait, { name: 'TypeError', message: 'no reason' });
+  assert.equal(bucket.getAvailableTokens(), 0, 'its tokens went back');
+});
+
 test("a remade wait keeps its bucket's BigInt time while a signal's code uses the package", async (t) => {
   t.mock.timers.enable({ apis: ['setTimeout'] });
   const epoch = 1_795_269_030_570n * 1_000_000n;
