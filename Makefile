@@ -98,6 +98,7 @@ npm-test: wasm-lint wasm-test package
 ## JS benchmark in one Node process: edgebucket beside limiter, rate-limiter-flexible, bottleneck.
 bench-js: package
 	node --expose-gc benches/js/bench.mjs
+	node benches/js/aborts.mjs
 
 # --- The pacing client edgebucket/client (js/client/; docs/client.md) ---
 .PHONY: client-test bench-client

@@ -261,18 +261,32 @@ export class Scheduler {
    * queued before the rejection: one step, so that nothing sees the returned tokens while the
    * debts behind them are still counted (adding back is capped at capacity), and after the other
    * aborts of the same dispatch (one signal may end several waits).
+   *
+   * A move costs time in proportion to the waits behind (each is made again: a bucket call and
+   * a timer). After one that took `SLOW_MOVE_MS` or more (thousands of waits), the next is put
+   * off until nine times as long has passed, and takes every wait withdrawn meanwhile: moves
+   * then take at most a tenth of the time. Waits ended one per task from the front of the queue
+   * (per-request timeouts) each moved the whole queue, so the event loop's time grew with the
+   * square of the waits (found in review). Put off, the waits behind keep their times, which are
+   * never early, and the tokens come back after the rejection.
    */
   #moveUpSoon(queue, withdrawn) {
     queue.from = Math.min(queue.from, withdrawn.order);
     queue.withdrawn.push(withdrawn);
     if (queue.pending) return;
     queue.pending = true;
-    queueMicrotask(() => {
+    const move = () => {
       const [from, gone] = [queue.from, queue.withdrawn];
       [queue.pending, queue.from, queue.withdrawn] = [false, Infinity, []];
       const later = [...queue.waits].filter((each) => each.order > from);
+      const started = realMillis();
       this.#moveUp(queue, gone.filter((each) => !each.returned), later);
-    });
+      const took = realMillis() - started;
+      queue.movableAt = took >= SLOW_MOVE_MS ? started + took * 10 : -Infinity;
+    };
+    const putOff = queue.movableAt - realMillis();
+    if (putOff > 0) after(Math.ceil(putOff), move);
+    else queueMicrotask(move);
   }
 
   /**
@@ -399,7 +413,7 @@ const min = (a, b) => (a < b ? a : b);
  * `latestDue` the latest time one is due (or was: it may be later than any left), `early` the
  * waits due before one ahead of them (tokens added between reservations, a clock that went back;
  * a wait not in it is due no earlier than every wait ahead, so never served before them), and
- * what `#moveUpSoon` gathers for its microtask.
+ * what `#moveUpSoon` gathers for its microtask, and when it may run one again (`movableAt`).
  */
 const waiting = new WeakMap();
 
@@ -408,11 +422,19 @@ function waitingOn(raw) {
   if (queue === undefined) {
     queue = {
       waits: new Set(), ready: new Set(), early: new Set(), reserved: 0, latestDue: -Infinity,
-      from: Infinity, withdrawn: [], pending: false,
+      from: Infinity, withdrawn: [], pending: false, movableAt: -Infinity,
     };
     waiting.set(raw, queue);
   }
   return queue;
+}
+
+/** A move of waits that takes this long (ms) puts off the next: see `#moveUpSoon`. */
+const SLOW_MOVE_MS = 1;
+
+/** Real time in milliseconds, to measure moves: `performance.now()`, where there is one. */
+function realMillis() {
+  return typeof globalThis.performance?.now === 'function' ? globalThis.performance.now() : Date.now();
 }
 
 /** The `signal` of a scheduler call's options (`undefined` or `{ signal?: AbortSignal }`). */

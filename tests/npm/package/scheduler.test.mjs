@@ -342,6 +342,46 @@ test('a wait an abort makes due at once is served before a request made after th
   assert.deepEqual(order, ['AbortError', 'second', 'third'], 'served in the order reserved');
 });
 
+test('after a slow move, the waits ended meanwhile move up together, later, and the queue keeps its order', async (t) => {
+  // A move of thousands of waits takes milliseconds; this time meter makes one slow (20 ms) instead.
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const clock = { t: 0, slow: false };
+  const meter = () => {
+    const until = clock.slow ? performance.now() + 20 : 0;
+    while (performance.now() < until);
+    return clock.t;
+  };
+  const bucket = Bucket.builder().addLimit((l) => l.capacity(10).refillGreedy(10, '1s')).withCustomTimeMeter(meter).build();
+  bucket.tryConsume(10);
+  const scheduler = bucket.asScheduler();
+  const controllers = Array.from({ length: 3 }, () => new AbortController());
+  const order = [];
+  const settled = [
+    ...controllers.map((c, i) => scheduler.consume(1, { signal: c.signal }).then(() => order.push(i), (e) => order.push(e.name))),
+    scheduler.consume(1).then(() => order.push('fourth')),
+  ];
+  const flush = async () => {
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+  };
+  clock.slow = true;
+  controllers[0].abort();
+  await flush();
+  clock.slow = false;
+  assert.equal(bucket.getAvailableTokens(), -3, 'the first move ran at once');
+  controllers[1].abort();
+  await flush();
+  controllers[2].abort();
+  await flush();
+  assert.equal(bucket.getAvailableTokens(), -3, 'the next is put off');
+  t.mock.timers.tick(250); // ten times the slow move, at most
+  await flush();
+  assert.equal(bucket.getAvailableTokens(), -1, 'both came back in one move');
+  clock.t += 100 * MS;
+  t.mock.timers.tick(100);
+  await Promise.all(settled);
+  assert.deepEqual(order, ['AbortError', 'AbortError', 'AbortError', 'fourth'], 'moved up to 100 ms');
+});
+
 test('an abort never takes tokens: debts paid meanwhile (addTokens, reset) are not taken again', async (t) => {
   for (const pay of [(bucket) => bucket.addTokens(30), (bucket) => bucket.reset()]) {
     const { bucket, scheduler, advance } = scenario(t);
