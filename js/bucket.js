@@ -1,6 +1,6 @@
 // Bucket4j's Bucket: limits, a clock, and every operation of the core.
 import { invalidArgument, EdgeBucketError } from './errors.js';
-import { raw, describe, isRawBucket } from './runtime.js';
+import { raw, describe, isRawBucket, plainData } from './runtime.js';
 import { ConfigurationBuilder, rawConfiguration } from './configuration.js';
 import { millisecondClock, nanosecondClock, customClock, readClock } from './clock.js';
 import * as ops from './operations.js';
@@ -127,7 +127,7 @@ export class Bucket {
     if (listener === null || typeof listener !== 'object') throw invalidArgument('a listener must be an object');
     // Checked now: a hook that is not a function would throw only after its operation took effect.
     for (const hook of LISTENER_HOOKS) {
-      const value = listener[hook];
+      const value = plainData('INVALID_ARGUMENT', `listener.${hook}`, () => listener[hook]);
       if (value != null && typeof value !== 'function') {
         throw invalidArgument(`listener.${hook} must be a function, got ${describe(value)}`);
       }

@@ -158,7 +158,10 @@ export class ConfigurationBuilder {
 /** The JSON form of a limit given to `addLimit`. */
 export function bandwidthSpec(limit) {
   const built = typeof limit === 'function' ? limit(new BandwidthBuilder()) : limit;
-  if (built instanceof BandwidthBuilder) return built.toJSON();
+  // `instanceof` runs a Proxy's trap, which may throw (a revoked Proxy).
+  if (plainData('INVALID_ARGUMENT', 'the limit given to addLimit', () => built instanceof BandwidthBuilder)) {
+    return built.toJSON();
+  }
   if (built !== null && typeof built === 'object') return built;
   throw invalidArgument(`addLimit expects a function of a BandwidthBuilder, a BandwidthBuilder or a bandwidth object, got ${describe(built)}`);
 }
@@ -231,5 +234,6 @@ function whole(value, what) {
 }
 
 function instant(value) {
-  return value instanceof Date ? value.getTime() : value;
+  const isDate = plainData('INVALID_INSTANT', 'firstRefillTime', () => value instanceof Date);
+  return isDate ? value.getTime() : value;
 }

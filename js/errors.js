@@ -39,7 +39,14 @@ export function knownOptions(options, known, what) {
   if (options === null || typeof options !== 'object') {
     throw invalidArgument(`${what} takes an object { ${known.join(', ')} }`);
   }
-  for (const name of Object.keys(options)) {
+  let names;
+  try {
+    names = Object.keys(options);
+  } catch (error) {
+    // A Proxy's trap that throws (a revoked Proxy).
+    throw invalidArgument(`${what}: reading its options threw ${error instanceof Error ? error.message : 'a non-error'}`);
+  }
+  for (const name of names) {
     if (!known.includes(name)) throw invalidArgument(`${what} has no option ${JSON.stringify(name)} (known: ${known.join(', ')})`);
   }
   return options;

@@ -2,7 +2,7 @@
 // once, as a debt), so a later request queues behind every earlier one, and the promise settles
 // after the wait by setTimeout: the event loop is never blocked.
 import { EdgeBucketError, invalidArgument, knownOptions } from './errors.js';
-import { durationNanos, describe, exactNumber, I64_MAX, isRawBucket } from './runtime.js';
+import { durationNanos, describe, exactNumber, I64_MAX, isRawBucket, plainData } from './runtime.js';
 import * as ops from './operations.js';
 import { readClock, readingMillis, heldReading, timeArg } from './clock.js';
 import { after } from './timers.js';
@@ -440,15 +440,18 @@ function realMillis() {
 /** The `signal` of a scheduler call's options (`undefined` or `{ signal?: AbortSignal }`). */
 function signalOption(options) {
   if (options === undefined) return undefined;
-  // A signal has no own keys, so it would pass for empty options and be ignored.
-  if (isSignal(options)) throw invalidArgument('pass the signal as options: { signal }, not as the options themselves');
-  const { signal } = knownOptions(options, ['signal'], 'the scheduler');
-  // Checked before anything is reserved: a listener that cannot be added would strand the
-  // reservation.
-  if (signal !== undefined && !isSignal(signal)) {
-    throw invalidArgument(`options.signal must be an AbortSignal, got ${describe(signal)}`);
-  }
-  return signal;
+  // Read through plainData: a Proxy's trap may throw (a revoked Proxy).
+  return plainData('INVALID_ARGUMENT', "the scheduler's options", () => {
+    // A signal has no own keys, so it would pass for empty options and be ignored.
+    if (isSignal(options)) throw invalidArgument('pass the signal as options: { signal }, not as the options themselves');
+    const { signal } = knownOptions(options, ['signal'], 'the scheduler');
+    // Checked before anything is reserved: a listener that cannot be added would strand the
+    // reservation.
+    if (signal !== undefined && !isSignal(signal)) {
+      throw invalidArgument(`options.signal must be an AbortSignal, got ${describe(signal)}`);
+    }
+    return signal;
+  });
 }
 
 /** Whether `value` works as an AbortSignal (one from any realm or polyfill). */

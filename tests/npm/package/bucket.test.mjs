@@ -1,7 +1,7 @@
 // Every Bucket operation on a manual clock, against the installed package.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Bucket, BucketConfiguration, EdgeBucketError, TokensInheritanceStrategy, INFINITY_DURATION, VerboseBucket, Scheduler } from 'edgebucket';
+import { Bucket, BucketConfiguration, BucketStore, EdgeBucketError, TokensInheritanceStrategy, INFINITY_DURATION, VerboseBucket, Scheduler } from 'edgebucket';
 
 const MS = 1_000_000;
 const SEC = 1000 * MS;
@@ -216,7 +216,7 @@ test('a clock that returns nonsense is an error', () => {
   assert.equal(bucket.tryConsume(1), true);
 });
 
-test("misused constructors and hostile arguments get EdgeBucketErrors, not the runtime's TypeErrors", () => {
+test("misused constructors and hostile arguments get EdgeBucketErrors, not the runtime's TypeErrors", async () => {
   for (const View of [Bucket, VerboseBucket, Scheduler]) {
     for (const args of [[], [{}], [null], [{ raw: {} }]]) {
       assert.throws(() => new View(...args), { name: 'EdgeBucketError', code: 'INVALID_ARGUMENT' }, `${View.name}(${args.length})`);
@@ -232,7 +232,22 @@ test("misused constructors and hostile arguments get EdgeBucketErrors, not the r
     assert.equal(bucket.getConfiguration().equals(value), false);
   }
   assert.throws(() => bucket.tryConsume(undefined), { code: 'INVALID_ARGUMENT', message: /got undefined$/ });
-  assert.equal(bucket.getAvailableTokens(), 10);
+  // Where the package itself reads the argument (`instanceof`, `Object.keys`, a property), a
+  // revoked Proxy's TypeError is an EdgeBucketError too.
+  const scheduler = bucket.asScheduler();
+  const misuses = [
+    ['INVALID_ARGUMENT', () => Bucket.builder().addLimit(revoked)],
+    ['INVALID_ARGUMENT', () => BucketConfiguration.builder().addLimit(() => revoked)],
+    ['INVALID_INSTANT', () => Bucket.builder().addLimit((l) => l.capacity(1).refillIntervallyAligned(1, '1s', revoked))],
+    ['INVALID_ARGUMENT', () => bucket.toListenable(revoked)],
+    ['INVALID_ARGUMENT', () => new BucketStore(revoked)],
+    ['INVALID_ARGUMENT', () => new BucketStore({ configuration: bucket.getConfiguration() }).configure(revoked)],
+  ];
+  for (const [code, misuse] of misuses) assert.throws(misuse, { name: 'EdgeBucketError', code }, String(misuse));
+  for (const options of [revoked, { signal: revoked }]) {
+    await assert.rejects(scheduler.consume(1, options), { name: 'EdgeBucketError', code: 'INVALID_ARGUMENT' });
+  }
+  assert.equal(bucket.getAvailableTokens(), 10, 'nothing was reserved');
 });
 
 test('fake timers installed between builder() and build() are the clock of every reading', (t) => {
