@@ -142,7 +142,7 @@ pub fn apply(held: &mut Option<Held>, command: &Command, policies: &Policies, no
     // creation), not for a new one's.
     let below_capacity = held.as_ref().is_some_and(|h| h.bucket.nanos_to_full_refill(now) > 0);
     let timed = matches!(command, Command::Reserve { .. }) && wait < INFINITY_DURATION;
-    let keep = below_capacity && !allowed || timed;
+    let keep = (below_capacity && !allowed) || timed;
     if !keep {
         *held = None;
     }

@@ -226,13 +226,12 @@ fn scheme(site: &str) -> String {
 fn absolute_parts(location: &str, origin_scheme: String, page_scheme: String) -> Option<(String, String)> {
     let cleaned: String =
         location.trim_matches(|c: char| c <= ' ').chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
+    let explicit = split_scheme(&cleaned);
     // Without a scheme, or with the page's own, the authority needs two slashes before it.
-    let (scheme, after, page_relative) = match split_scheme(&cleaned) {
-        Some((scheme, after)) => (scheme.clone(), after, scheme == page_scheme),
-        None => (origin_scheme, cleaned.as_str(), true),
-    };
+    let page_relative = explicit.as_ref().is_none_or(|(scheme, _)| *scheme == page_scheme);
+    let (scheme, after) = explicit.unwrap_or((origin_scheme, &cleaned));
     let rest = after.trim_start_matches(['/', '\\']);
-    if page_relative && after.len() - rest.len() < 2 || !matches!(scheme.as_str(), "http" | "https") {
+    if (page_relative && after.len() - rest.len() < 2) || !matches!(scheme.as_str(), "http" | "https") {
         return None;
     }
     let (authority, tail) = rest.split_at(rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len()));
