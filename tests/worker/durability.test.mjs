@@ -183,6 +183,32 @@ test('an idle bucket is deleted by its alarm once full plus the grace; a busy on
   }
 });
 
+test('a DELETE racing a consume leaves no bucket behind without its idle alarm', async () => {
+  // Whichever the object takes first, a bucket the consume (re)creates is deleted once idle:
+  // the deletion's `deleteAll` drops the alarm, and the consume must set its own again.
+  const vars = { POLICIES: { fast: { idleGrace: '0s', bandwidths: [greedy('b', 2, 2, '100ms')] } } };
+  const w = await start({ vars });
+  try {
+    const race = async (key, deleteFirst) => {
+      assert.equal((await w.call(`/v1/buckets/${key}/consume`, post({ policy: 'fast' }))).status, 200);
+      const remove = () => w.call(`/v1/buckets/${key}`, admin({ method: 'DELETE' }));
+      const use = () => w.call(`/v1/buckets/${key}/consume`, post({ policy: 'fast', tokens: 2 }));
+      const answers = await Promise.all(deleteFirst ? [remove(), use()] : [use(), remove()]);
+      assert.deepEqual(answers.map((r) => r.status).sort(), [200, 200], key);
+      const deadline = Date.now() + 10_000;
+      let status;
+      do {
+        await sleep(100);
+        status = (await w.call(`/v1/buckets/${key}`, admin())).status;
+      } while (status === 200 && Date.now() < deadline);
+      assert.equal(status, 404, `${key}: deleted once idle`);
+    };
+    await Promise.all([race('delete-first', true), race('consume-first', false)]);
+  } finally {
+    await w.stop();
+  }
+});
+
 test('a client that waits as Retry-After says is admitted, with a grace shorter than its rounding', async () => {
   // No token at first, one per 1.5 s, grace 100 ms: full, and idle, 1.6 s after the refusal;
   // Retry-After says 2 s. Deleted by then, the bucket would be fresh and refuse again, for ever.
