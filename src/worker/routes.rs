@@ -8,7 +8,8 @@
 //! ```
 //!
 //! A pattern is a path of segments: a literal, `:name` (any one segment, captured), `*` (any one
-//! segment) or, last, `**` (any rest, also none). Key sources: `{"source": "ip"}`
+//! segment) or, last, `**` (any rest, also none). Literals match exactly, or in any case with
+//! `"caseInsensitive": true`, for an origin that routes so. Key sources: `{"source": "ip"}`
 //! (`CF-Connecting-IP`; IPv6 by its /64, or `"ipv6Prefix": n` bits),
 //! `{"source": "header", "name": …}`, `{"source": "apiKey", "header": …}` (default `X-API-Key`;
 //! a `Bearer` scheme in any case and surrounding spaces are dropped; the key is hashed),
@@ -104,6 +105,8 @@ struct RouteSpec {
     key: KeySource,
     #[serde(default = "one")]
     cost: i64,
+    #[serde(default)]
+    case_insensitive: bool,
 }
 
 fn one() -> i64 {
@@ -131,6 +134,17 @@ pub struct Route {
     pub key: KeySource,
     /// Tokens per request.
     pub cost: i64,
+    /// Whether literal segments match in any case, for an origin that routes so.
+    case_insensitive: bool,
+}
+
+impl Route {
+    /// Whether a path segment is the literal `literal`: exactly, or in any case (Unicode's
+    /// lower-case mapping) for a `caseInsensitive` route.
+    fn same_literal(&self, literal: &str, part: &str) -> bool {
+        let folded = |text: &str| text.chars().flat_map(char::to_lowercase).collect::<String>();
+        literal == part || (self.case_insensitive && folded(literal) == folded(part))
+    }
 }
 
 /// The captured `:name` segments of a match.
@@ -203,7 +217,16 @@ fn check(spec: RouteSpec, policies: &Policies, api: &ApiPrefix) -> Result<Route,
         None => {}
     }
     let methods = spec.methods.map(|m| m.iter().map(|m| m.to_ascii_uppercase()).collect());
-    Ok(Route { pattern: spec.pattern, segments, methods, policy: spec.policy, key: spec.key, cost: spec.cost })
+    let case_insensitive = spec.case_insensitive;
+    Ok(Route {
+        pattern: spec.pattern,
+        segments,
+        methods,
+        policy: spec.policy,
+        key: spec.key,
+        cost: spec.cost,
+        case_insensitive,
+    })
 }
 
 /// Whether every path a pattern matches is under the API prefix (its first segments are the
@@ -470,7 +493,7 @@ pub fn could_match(routes: &[Route], method: Method, known: &[String]) -> bool {
         for (i, part) in known.iter().enumerate() {
             match route.segments.get(i) {
                 Some(Segment::Rest) => return true,
-                Some(Segment::Literal(literal)) if literal == part => {}
+                Some(Segment::Literal(literal)) if route.same_literal(literal, part) => {}
                 Some(Segment::Any | Segment::Param(_)) => {}
                 _ => return false,
             }
@@ -497,7 +520,7 @@ where
     routes
         .iter()
         .filter(|route| method_matches(route, method))
-        .find_map(|route| matches(&route.segments, &parts).map(|captures| (route, captures)))
+        .find_map(|route| matches(route, &parts).map(|captures| (route, captures)))
 }
 
 fn method_matches(route: &Route, method: Method) -> bool {
@@ -512,15 +535,16 @@ fn method_matches(route: &Route, method: Method) -> bool {
     }
 }
 
-fn matches<'r, 'p>(segments: &'r [Segment], parts: &[&'p str]) -> Option<Captures<'p>>
+fn matches<'r, 'p>(route: &'r Route, parts: &[&'p str]) -> Option<Captures<'p>>
 where
     'r: 'p,
 {
+    let segments = &route.segments;
     let mut captures = Vec::new();
     for (i, segment) in segments.iter().enumerate() {
         match (segment, parts.get(i)) {
             (Segment::Rest, _) => return Some(captures),
-            (Segment::Literal(literal), Some(part)) if literal == part => {}
+            (Segment::Literal(literal), Some(part)) if route.same_literal(literal, part) => {}
             (Segment::Any, Some(_)) => {}
             (Segment::Param(name), Some(part)) => captures.push((name.as_str(), *part)),
             _ => return None,
@@ -760,6 +784,28 @@ mod tests {
         let colon = routes(r#"[{"pattern": "/a/:", "policy": "api", "key": {"source": "ip"}}]"#).unwrap();
         assert!(find(&colon, Method::Plain("GET"), &at("/a/:")).is_some());
         assert!(find(&colon, Method::Plain("GET"), &at("/a/x")).is_none(), "a lone ':' is a literal, not a capture");
+    }
+
+    #[test]
+    fn a_case_insensitive_route_matches_literals_in_any_case() {
+        let table = routes(
+            r#"[{"pattern": "/login/:user", "methods": ["POST"], "policy": "api", "key": {"source": "ip"}, "caseInsensitive": true},
+                {"pattern": "/Admin", "policy": "api", "key": {"source": "ip"}}]"#,
+        )
+        .unwrap();
+        let pattern = |path| find(&table, Method::Plain("POST"), &at(path)).map(|(route, _)| route.pattern.clone());
+        for spelling in ["/login/Eve", "/LOGIN/Eve", "/LoGiN/Eve"] {
+            assert_eq!(pattern(spelling).as_deref(), Some("/login/:user"), "{spelling}");
+            let parts = at(spelling);
+            assert_eq!(find(&table, Method::Plain("POST"), &parts).unwrap().1, [("user", "Eve")], "captured as sent");
+        }
+        assert_eq!(pattern("/Admin").as_deref(), Some("/Admin"));
+        assert_eq!(pattern("/admin"), None, "other routes stay exact");
+        let same = |part: &str| table[0].same_literal("straße", part);
+        assert!(same("STRAßE") && !same("STRASSE"), "Unicode's lower case, one character at a time");
+        let known = |path: &str| split_readings(path)[0].clone();
+        assert!(could_match(&table, Method::Plain("POST"), &known("/LOGIN")), "unclear paths are judged alike");
+        assert!(!could_match(&table, Method::Plain("GET"), &known("/ADMIN")));
     }
 
     #[test]

@@ -26,6 +26,7 @@ const ROUTES = [
   { pattern: '/reads', methods: ['GET'], policy: 'per_user', key: { source: 'constant', value: 'reads' } },
   { pattern: '/status/*', policy: 'writes', key: { source: 'constant', value: 'status' } },
   { pattern: '/draft7', policy: 'per_user', key: { source: 'constant', value: 'draft7' } },
+  { pattern: '/signin', methods: ['POST'], policy: 'per_user', key: { source: 'constant', value: 'signin' }, caseInsensitive: true },
 ];
 const APP = 'https://app.example';
 
@@ -84,6 +85,17 @@ test("the origin learns where the client sent a request, and its redirects to it
   for (const away of ['https://idp.example/auth?back=1', '/relative']) {
     assert.equal((await redirect(away)).headers.get('location'), away, 'other places stay as sent');
   }
+});
+
+test('a caseInsensitive route limits every spelling of its path as one, for origins that route so', async () => {
+  const send = (path) => w.call(path, { method: 'POST', body: 'x' });
+  assert.equal((await send('/signin')).status, 200);
+  const other = await send('/SignIn');
+  assert.equal(other.status, 429, 'the same bucket: Express would serve /SignIn as /signin');
+  assert.match(other.headers.get('ratelimit'), /^"user";r=0;t=/);
+  assert.equal((await send('/SIGNIN/x')).status, 200, 'another path');
+  const exact = await send('/Search');
+  assert.deepEqual([exact.status, exact.headers.get('ratelimit')], [200, null], 'routes without it stay exact: /Search is unrouted');
 });
 
 test('an encoded path is limited like the plain one; an encoded slash is refused', async () => {
