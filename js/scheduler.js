@@ -263,7 +263,7 @@ export class Scheduler {
    * aborts of the same dispatch (one signal may end several waits).
    *
    * A move costs time in proportion to the waits behind (each is made again: a bucket call and
-   * a timer). After one that took `SLOW_MOVE_MS` or more (thousands of waits), the next is put
+   * a timer). After one that took over `SLOW_MOVE_MS` (thousands of waits), the next is put
    * off until nine times as long has passed, and takes every wait withdrawn meanwhile: moves
    * then take at most a tenth of the time. Waits ended one per task from the front of the queue
    * (per-request timeouts) each moved the whole queue, so the event loop's time grew with the
@@ -282,7 +282,7 @@ export class Scheduler {
       const started = realMillis();
       this.#moveUp(queue, gone.filter((each) => !each.returned), later);
       const took = realMillis() - started;
-      queue.movableAt = took >= SLOW_MOVE_MS ? started + took * 10 : -Infinity;
+      queue.movableAt = took > SLOW_MOVE_MS ? started + took * 10 : -Infinity;
     };
     const putOff = queue.movableAt - realMillis();
     if (putOff > 0) after(Math.ceil(putOff), move);
@@ -429,7 +429,11 @@ function waitingOn(raw) {
   return queue;
 }
 
-/** A move of waits that takes this long (ms) puts off the next: see `#moveUpSoon`. */
+/**
+ * A move of waits that takes longer than this (ms) puts off the next: see `#moveUpSoon`. Over,
+ * not at: browsers cut `performance.now()` to as coarse as a millisecond, where a short move
+ * that crosses a tick reads as 1.
+ */
 const SLOW_MOVE_MS = 1;
 
 /** Real time in milliseconds, to measure moves: `performance.now()`, where there is one. */
