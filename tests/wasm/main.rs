@@ -203,3 +203,23 @@ fn a_store_asks_for_configurations_it_lacks() {
         );
     }
 }
+
+/// Products of a count and a period, which on wasm skip the 128-bit multiplication when they
+/// fit in 64 bits: the native tests never take that path.
+#[wasm_bindgen_test]
+fn scaled_counts_are_exact_on_both_sides_of_64_bits() {
+    use edgebucket::{Bandwidth, BucketConfiguration, RefillKind, TokenBucket};
+    let edges = [1, 2, 3, (1 << 32) - 1, 1 << 32, 1 << 40, 1 << 62, i64::MAX];
+    for capacity in edges {
+        for period in edges {
+            let limit = Bandwidth::builder()
+                .capacity(capacity)
+                .refill_nanos(RefillKind::Greedy, 1, period as i128)
+                .build()
+                .unwrap();
+            let mut bucket = TokenBucket::new(BucketConfiguration::new(vec![limit]).unwrap(), 0);
+            assert_eq!(bucket.try_consume(capacity, 0), Ok(true), "{capacity} every {period} ns");
+            assert_eq!(bucket.get_available_tokens(0), 0, "{capacity} every {period} ns");
+        }
+    }
+}
