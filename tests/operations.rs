@@ -527,6 +527,19 @@ fn a_cancelled_reservation_returns_its_tokens_to_each_bandwidth_without_taking_a
 }
 
 #[test]
+fn a_cancelled_reservation_leaves_room_only_for_the_tokens_still_owed() {
+    let mut b = bucket(vec![greedy(10, 10, secs(1))], 0);
+    assert_eq!(b.reserve(20, i64::MAX, 0).unwrap(), Some(SEC)); // to be cancelled
+    assert_eq!(b.reserve(5, i64::MAX, 0).unwrap(), Some(1500 * MS)); // still waiting behind it
+
+    // Cancelled half a second later, 5 refilled since: -10 + 20 is more than the room left by
+    // capacity 10 less the 5 still owed, as if only the second reservation had been made.
+    b.return_reserved(20, 5, 500 * MS).unwrap();
+    assert_eq!(b.get_available_tokens(500 * MS), 5);
+    assert_eq!(b.reserve(10, i64::MAX, 500 * MS).unwrap(), Some(500 * MS));
+}
+
+#[test]
 fn intervally_waits_count_whole_periods() {
     let mut b = bucket(vec![intervally(100, 10, secs(60))], 0);
     b.try_consume(100, 30 * SEC).unwrap();
