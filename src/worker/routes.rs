@@ -9,8 +9,8 @@
 //!
 //! A pattern is a path of segments: a literal, `:name` (any one segment, captured), `*` (any one
 //! segment) or, last, `**` (any rest, also none). Literals match exactly, or with ASCII letters
-//! in any case with `"caseInsensitive": true`, for an origin that routes so. Key sources: `{"source": "ip"}`
-//! (`CF-Connecting-IP`; IPv6 by its /64, or `"ipv6Prefix": n` bits),
+//! in any case with `"caseInsensitive": true`, for an origin that routes so. Key sources:
+//! `{"source": "ip"}` (`CF-Connecting-IP`; IPv6 by its /64, or `"ipv6Prefix": n` bits),
 //! `{"source": "header", "name": …}`, `{"source": "apiKey", "header": …}` (default `X-API-Key`;
 //! a `Bearer` scheme in any case and surrounding spaces are dropped; the key is hashed),
 //! `{"source": "segment", "name": …}` and `{"source": "constant", "value": …}`.
@@ -217,7 +217,6 @@ fn check(spec: RouteSpec, policies: &Policies, api: &ApiPrefix) -> Result<Route,
         None => {}
     }
     let methods = spec.methods.map(|m| m.iter().map(|m| m.to_ascii_uppercase()).collect());
-    let case_insensitive = spec.case_insensitive;
     Ok(Route {
         pattern: spec.pattern,
         segments,
@@ -225,7 +224,7 @@ fn check(spec: RouteSpec, policies: &Policies, api: &ApiPrefix) -> Result<Route,
         policy: spec.policy,
         key: spec.key,
         cost: spec.cost,
-        case_insensitive,
+        case_insensitive: spec.case_insensitive,
     })
 }
 
