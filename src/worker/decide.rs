@@ -476,6 +476,11 @@ mod tests {
         .unwrap()
     }
 
+    /// A consume under [`slow`]'s policy.
+    fn on_slow(tokens: i64, mode: Mode) -> Command {
+        Command::Consume { policy: "slow".into(), tokens, mode }
+    }
+
     fn consume(tokens: i64, mode: Mode) -> Command {
         Command::Consume { policy: "api".into(), tokens, mode }
     }
@@ -545,7 +550,7 @@ mod tests {
     #[test]
     fn a_refused_first_request_keeps_a_bucket_below_capacity_so_refill_accrues() {
         let p = slow(0);
-        let take = |tokens| Command::Consume { policy: "slow".into(), tokens, mode: Mode::Try };
+        let take = |tokens| on_slow(tokens, Mode::Try);
         let mut held = None;
         let refused = apply(&mut held, &take(1), &p, T0).unwrap();
         assert!(!refused.outcome.allowed && refused.changed, "kept, and written");
@@ -557,7 +562,7 @@ mod tests {
     #[test]
     fn a_refused_estimate_keeps_a_bucket_below_capacity_so_its_wait_comes_true() {
         let p = slow(2);
-        let estimate = |tokens| Command::Consume { policy: "slow".into(), tokens, mode: Mode::Estimate };
+        let estimate = |tokens| on_slow(tokens, Mode::Estimate);
         let mut held = None;
         let allowed = apply(&mut held, &estimate(2), &p, T0).unwrap();
         assert!(allowed.outcome.allowed && !allowed.changed);
