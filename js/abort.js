@@ -66,7 +66,7 @@ export function hasAborted(signal) {
  * Why `signal` aborted, as its wait rejects with it; the error itself for a signal-like object
  * whose `reason` throws, so that the wait still ends.
  */
-export function abortReason(signal) {
+export function signalReason(signal) {
   try {
     return signal.reason;
   } catch (error) {

@@ -24,30 +24,3 @@ export class EdgeBucketError extends Error {
 export function invalidArgument(message) {
   return new EdgeBucketError('INVALID_ARGUMENT', message);
 }
-
-/**
- * `options` itself when it is an object whose every name is in `known`; else `INVALID_ARGUMENT`.
- * A misspelt option (`maxkeys`) would otherwise leave its default in place unnoticed.
- *
- * @template {object} T
- * @param {T} options
- * @param {string[]} known
- * @param {string} what the options' owner, for the message
- * @returns {T}
- */
-export function knownOptions(options, known, what) {
-  if (options === null || typeof options !== 'object') {
-    throw invalidArgument(`${what} takes an object { ${known.join(', ')} }`);
-  }
-  let names;
-  try {
-    names = Object.keys(options);
-  } catch (error) {
-    // A Proxy's trap that throws (a revoked Proxy).
-    throw invalidArgument(`${what}: reading its options threw ${error instanceof Error ? error.message : 'a non-error'}`);
-  }
-  for (const name of names) {
-    if (!known.includes(name)) throw invalidArgument(`${what} has no option ${JSON.stringify(name)} (known: ${known.join(', ')})`);
-  }
-  return options;
-}

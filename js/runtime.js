@@ -209,6 +209,27 @@ export function plainData(code, what, read) {
   }
 }
 
+/**
+ * `options` itself when it is an object whose every name is in `known`; else `INVALID_ARGUMENT`.
+ * A misspelt option (`maxkeys`) would otherwise leave its default in place unnoticed.
+ *
+ * @template {object} T
+ * @param {T} options
+ * @param {string[]} known
+ * @param {string} what the options' owner, for the message
+ * @returns {T}
+ */
+export function knownOptions(options, known, what) {
+  if (options === null || typeof options !== 'object') {
+    throw invalidArgument(`${what} takes an object { ${known.join(', ')} }`);
+  }
+  // A Proxy's trap may throw (a revoked Proxy).
+  for (const name of plainData('INVALID_ARGUMENT', `${what}'s options`, () => Object.keys(options))) {
+    if (!known.includes(name)) throw invalidArgument(`${what} has no option ${JSON.stringify(name)} (known: ${known.join(', ')})`);
+  }
+  return options;
+}
+
 /** What a caller's code threw, for a message; reading it may throw too. */
 function thrownText(error) {
   try {

@@ -1,12 +1,12 @@
 // Bucket4j's SchedulingBucket, as promises: a wait is a reservation (the tokens are consumed at
 // once, as a debt), so a later request queues behind every earlier one, and the promise settles
 // after the wait by setTimeout: the event loop is never blocked.
-import { EdgeBucketError, invalidArgument, knownOptions } from './errors.js';
-import { durationNanos, describe, exactNumber, I64_MAX, isRawBucket, plainData } from './runtime.js';
+import { EdgeBucketError, invalidArgument } from './errors.js';
+import { durationNanos, describe, exactNumber, I64_MAX, isRawBucket, knownOptions, plainData } from './runtime.js';
 import * as ops from './operations.js';
 import { readClock, readingMillis, heldReading, timeArg } from './clock.js';
 import { after } from './timers.js';
-import { onAbort, hasAborted, abortReason } from './abort.js';
+import { onAbort, hasAborted, signalReason } from './abort.js';
 
 /** A bucket's scheduling view: see `Bucket.asScheduler()`. */
 export class Scheduler {
@@ -143,7 +143,7 @@ export class Scheduler {
     return new Promise((resolve, reject) => {
       const aborted = () => {
         this.#withdraw(queue, reservation);
-        reject(abortReason(signal));
+        reject(signalReason(signal));
       };
       reservation.fail = (error) => {
         this.#leave(queue, reservation);

@@ -1,7 +1,7 @@
 // Many buckets by key in wasm memory: the Rust core's BucketStore (Bucket4j's ProxyManager
 // idea, local). See src/core/store.rs for the memory layout, expiry and eviction.
-import { invalidArgument, knownOptions, EdgeBucketError } from './errors.js';
-import { raw, writeKey, keyCopy, tokensArg, fail, result, describe, plainDuration, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
+import { invalidArgument, EdgeBucketError } from './errors.js';
+import { raw, knownOptions, writeKey, keyCopy, tokensArg, fail, result, describe, plainDuration, STATUS_TRUE, STATUS_NEEDS_CONFIGURATION } from './runtime.js';
 import { isBucketConfiguration, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
 import { clockOption, readClock, heldReading, timeArg } from './clock.js';
 import { consumptionProbe, estimationProbe } from './operations.js';
