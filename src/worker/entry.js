@@ -4,7 +4,9 @@
 // Rust decides everything; this module does the IO between its decisions. An `Exchange`
 // (src/worker/exchange.rs) says what it needs next, as an array led by a STEP:
 //   [READ, limit]             the request body, at most `limit` bytes
-//   [ASK, key, command]       the answer of the key's Durable Object to `command` (JSON)
+//   [ASK, key, command, timeout]
+//                             the answer of the key's Durable Object to `command` (JSON),
+//                             within `timeout` ms when the policy sets one
 //   [FORWARD, request]        the origin's answer to `request`
 //   [RESPOND, status, head, body, drain]
 //                             answer; `head` is the headers as `name\nvalue\nname\nvalue…`
@@ -41,7 +43,7 @@ export default {
           step = await read(exchange, request, step[1]);
           break;
         case STEP.ASK:
-          step = await ask(exchange, env, step[1], step[2]);
+          step = await ask(exchange, env, step[1], step[2], step[3]);
           break;
         case STEP.FORWARD:
           step = await forward(exchange, step[1]);
@@ -83,13 +85,15 @@ async function read(exchange, request, limit) {
   return exchange.body(bytes, undefined);
 }
 
-/** Asks the Durable Object of `key` to decide `command` over RPC. */
-async function ask(exchange, env, key, command) {
+/** Asks the Durable Object of `key` to decide `command` over RPC, giving up after `timeout` ms
+ * when there is one. */
+async function ask(exchange, env, key, command, timeout) {
   let answer;
   const namespace = env[BINDING];
   if (!namespace) return exchange.unreachable(`no Durable Object binding named ${BINDING}`);
   try {
-    answer = await namespace.get(namespace.idFromName(key)).decide(command);
+    const call = namespace.get(namespace.idFromName(key)).decide(command);
+    answer = await (timeout === undefined ? call : within(call, timeout));
   } catch (error) {
     return exchange.unreachable(describe(error));
   }
@@ -99,6 +103,16 @@ async function ask(exchange, env, key, command) {
     return exchange.unreachable('the bucket answered neither a status nor a body');
   }
   return exchange.reply(status, body);
+}
+
+/** `call`, or a rejection once `ms` milliseconds pass first. The call is not withdrawn (RPC has no
+ * way to): the object may still decide it, and its answer is dropped. */
+function within(call, ms) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the bucket did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([call, late]).finally(() => clearTimeout(timer));
 }
 
 /** Sends an admitted gateway request to the origin. */

@@ -10,8 +10,9 @@
 //!
 //! Each step is an array for `entry.js`, led by its kind (a number, `STEP` in `entry.js`):
 //! - `[READ, limit]`: read the body (at most `limit` bytes), then [`Exchange::body`];
-//! - `[ASK, key, command]`: call `decide(command)` on the object of `key`, then
-//!   [`Exchange::reply`] or [`Exchange::unreachable`];
+//! - `[ASK, key, command, timeout]`: call `decide(command)` on the object of `key`, then
+//!   [`Exchange::reply`], or [`Exchange::unreachable`] when it failed or `timeout` (milliseconds,
+//!   when there is one) passed first;
 //! - `[FORWARD, request]`: fetch `request`, then [`Exchange::upstream`] or
 //!   `originFailed` ([`Exchange::origin_failed`]);
 //! - `[RESPOND, status, head, body, drain]`: answer a [`respond::Answer`] (its headers as one
@@ -20,6 +21,7 @@
 //! - `[RELAY, response]`: answer the origin's `response`, with the bucket's headers added.
 
 use std::rc::Rc;
+use std::time::Duration;
 
 use worker::wasm_bindgen::{self, prelude::wasm_bindgen, JsValue};
 use worker::{js_sys, web_sys, Env};
@@ -29,6 +31,7 @@ use super::client::Reply;
 use super::errors::ApiError;
 use super::gateway::{self, Pending};
 use super::incoming::Incoming;
+use super::policy::Policies;
 use super::protocol::Command;
 use super::respond::{self, Answer};
 use super::service;
@@ -175,7 +178,7 @@ impl Exchange {
                 self.waiting = Waiting::Body(endpoint);
                 js_sys::Array::of2(&Kind::Read.into(), &(MAX_BODY_BYTES as u32).into()).into()
             }
-            service::Step::Ask(command) => match ask(service::key_of(&endpoint), &command) {
+            service::Step::Ask(command) => match ask(service::key_of(&endpoint), &command, self.settings()) {
                 Ok(ask) => {
                     self.waiting = Waiting::Service(endpoint, command);
                     ask
@@ -188,7 +191,7 @@ impl Exchange {
 
     fn gateway_step(&mut self, step: gateway::Step) -> JsValue {
         match step {
-            gateway::Step::Ask(pending) => match ask(&pending.key, &pending.command) {
+            gateway::Step::Ask(pending) => match ask(&pending.key, &pending.command, self.settings()) {
                 Ok(ask) => {
                     self.waiting = Waiting::Gateway(pending);
                     ask
@@ -231,8 +234,44 @@ impl Exchange {
 }
 
 /// `[ASK, key, command]`, the command as JSON (which the object reads with serde_json: a
-/// JavaScript object would round 64-bit integers).
-fn ask(key: &str, command: &Command) -> Result<JsValue, ApiError> {
+/// JavaScript object would round 64-bit integers), and the policy's timeout in milliseconds
+/// when the command is a decision under a policy that sets one. Administrative calls have no
+/// fallback to give when they wait too long, so they wait.
+fn ask(key: &str, command: &Command, settings: &Settings) -> Result<JsValue, ApiError> {
     let json = serde_json::to_string(command).map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok(js_sys::Array::of3(&Kind::Ask.into(), &key.into(), &json.into()).into())
+    let (kind, key, json) = (Kind::Ask.into(), key.into(), json.into());
+    match decision_timeout(command, &settings.policies) {
+        Some(timeout) => Ok(js_sys::Array::of4(&kind, &key, &json, &(timeout.as_millis() as u32).into()).into()),
+        None => Ok(js_sys::Array::of3(&kind, &key, &json).into()),
+    }
+}
+
+/// How long `command` may wait for its object: its policy's `timeout`, for a decision.
+fn decision_timeout(command: &Command, policies: &Policies) -> Option<Duration> {
+    let policy = command.policy().filter(|_| command.is_decision())?;
+    policies.get(policy)?.timeout
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::worker::protocol::Mode;
+
+    #[test]
+    fn only_decisions_under_a_policy_with_a_timeout_have_one() {
+        let bandwidths =
+            r#""bandwidths": [{"capacity": 5, "refill": {"kind": "greedy", "tokens": 5, "period": "1s"}}]"#;
+        let policies = Policies::parse(&format!(
+            r#"{{"quick": {{"timeout": "50ms", {bandwidths}}}, "patient": {{{bandwidths}}}}}"#
+        ))
+        .unwrap();
+        let consume = |policy: &str| Command::Consume { policy: policy.into(), tokens: 1, mode: Mode::Try };
+        let reserve = Command::Reserve { policy: "quick".into(), tokens: 1, max_wait_nanos: 1 };
+        assert_eq!(decision_timeout(&consume("quick"), &policies), Some(Duration::from_millis(50)));
+        assert_eq!(decision_timeout(&reserve, &policies), Some(Duration::from_millis(50)));
+        assert_eq!(decision_timeout(&consume("patient"), &policies), None);
+        assert_eq!(decision_timeout(&consume("unknown"), &policies), None);
+        let replace = Command::Replace { policy: "quick".into(), strategy: None };
+        assert_eq!(decision_timeout(&replace, &policies), None, "an administrative call has no fallback");
+    }
 }

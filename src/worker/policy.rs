@@ -19,7 +19,10 @@ use super::failure::FailureMode;
 use crate::{BucketConfiguration, ConfigurationSpec, DurationSpec, TokensInheritanceStrategy};
 
 /// The fields a policy adds to the configuration schema (camelCase in JSON).
-const OWN_FIELDS: [&str; 6] = ["version", "strategy", "failure", "shadow", "idleGrace", "legacyHeaders"];
+const OWN_FIELDS: [&str; 7] = ["version", "strategy", "failure", "shadow", "timeout", "idleGrace", "legacyHeaders"];
+
+/// The longest `timeout`: a limiter that takes longer has failed for any caller.
+const MAX_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Longest policy name.
 const MAX_NAME_LEN: usize = 64;
@@ -41,6 +44,9 @@ pub struct Policy {
     pub failure: FailureMode,
     /// Decide and log, but never reject.
     pub shadow: bool,
+    /// How long a decision waits for the bucket's Durable Object before `failure` decides
+    /// instead; `None` waits as long as the runtime does.
+    pub timeout: Option<Duration>,
     /// How long an idle bucket is kept after it has refilled to the maximum (default 60 s).
     pub idle_grace: Duration,
     /// Also send `X-RateLimit-Limit/-Remaining/-Reset`.
@@ -55,6 +61,7 @@ struct Fields {
     strategy: Option<TokensInheritanceStrategy>,
     failure: Option<FailureMode>,
     shadow: Option<bool>,
+    timeout: Option<DurationSpec>,
     idle_grace: Option<DurationSpec>,
     legacy_headers: Option<bool>,
 }
@@ -107,12 +114,10 @@ impl Policy {
         let configuration = BucketConfiguration::try_from(spec).map_err(|e| format!("{}: {e}", e.code()))?;
         check_bandwidth_ids(name, &configuration)?;
         let idle_grace = match fields.idle_grace {
-            Some(spec) => {
-                let nanos = spec.to_nanos().map_err(|e| format!("idleGrace: {e}"))?;
-                Duration::from_nanos(u64::try_from(nanos).map_err(|_| "idleGrace: longer than 2^64 ns (584 years)")?)
-            }
+            Some(spec) => duration("idleGrace", &spec)?,
             None => Duration::from_secs(60),
         };
+        let timeout = fields.timeout.map(|spec| timeout(&spec)).transpose()?;
         Ok(Policy {
             name: name.to_owned(),
             version: fields.version.unwrap_or(1),
@@ -120,10 +125,30 @@ impl Policy {
             strategy: fields.strategy.unwrap_or(TokensInheritanceStrategy::AsIs),
             failure: fields.failure.unwrap_or(FailureMode::Open),
             shadow: fields.shadow.unwrap_or(false),
+            timeout,
             idle_grace,
             legacy_headers: fields.legacy_headers.unwrap_or(false),
         })
     }
+}
+
+/// The duration `spec` of the policy field `field`.
+fn duration(field: &str, spec: &DurationSpec) -> Result<Duration, String> {
+    let nanos = spec.to_nanos().map_err(|e| format!("{field}: {e}"))?;
+    let nanos = u64::try_from(nanos).map_err(|_| format!("{field}: longer than 2^64 ns (584 years)"))?;
+    Ok(Duration::from_nanos(nanos))
+}
+
+/// `timeout`: whole milliseconds (a timer's unit), from 1 ms to [`MAX_TIMEOUT`].
+fn timeout(spec: &DurationSpec) -> Result<Duration, String> {
+    let timeout = duration("timeout", spec)?;
+    if timeout.subsec_nanos() % 1_000_000 != 0 {
+        return Err(format!("timeout: {timeout:?} is not a whole number of milliseconds"));
+    }
+    if timeout.is_zero() || timeout > MAX_TIMEOUT {
+        return Err(format!("timeout: {timeout:?} is outside 1ms to {}s", MAX_TIMEOUT.as_secs()));
+    }
+    Ok(timeout)
 }
 
 /// What is wrong with a policy's `configuration` fields. serde names the configuration's own
@@ -248,7 +273,7 @@ mod tests {
     use super::*;
 
     const TWO: &str = r#"{
-        "api": { "version": 3, "failure": "degrade", "shadow": true, "idleGrace": "5s", "legacyHeaders": true,
+        "api": { "version": 3, "failure": "degrade", "shadow": true, "timeout": "250ms", "idleGrace": "5s", "legacyHeaders": true,
                  "strategy": "PROPORTIONALLY",
                  "bandwidths": [
                    { "id": "burst", "capacity": 50, "refill": { "kind": "greedy", "tokens": 10, "period": "1s" } },
@@ -288,6 +313,7 @@ mod tests {
         assert_eq!(api.strategy, TokensInheritanceStrategy::Proportionally);
         assert_eq!((api.failure, api.shadow, api.legacy_headers), (FailureMode::Degrade, true, true));
         assert_eq!(api.idle_grace, Duration::from_secs(5));
+        assert_eq!(api.timeout, Some(Duration::from_millis(250)));
         assert_eq!(policies.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["api", "plain"]);
     }
 
@@ -298,6 +324,30 @@ mod tests {
         assert_eq!(plain.strategy, TokensInheritanceStrategy::AsIs);
         assert_eq!((plain.failure, plain.shadow, plain.legacy_headers), (FailureMode::Open, false, false));
         assert_eq!(plain.idle_grace, Duration::from_secs(60));
+        assert_eq!(plain.timeout, None, "waits as long as the runtime does");
+    }
+
+    #[test]
+    fn a_timeout_is_whole_milliseconds_from_one_to_sixty_seconds() {
+        let with = |timeout: &str| {
+            let policy = format!(
+                r#"{{"p": {{"timeout": {timeout}, "bandwidths": [{{"capacity": 1, "refill": {{"kind": "greedy", "tokens": 1, "period": "1s"}}}}]}}}}"#
+            );
+            Policies::parse(&policy).map(|p| p.get("p").unwrap().timeout.unwrap())
+        };
+        assert_eq!(with("1").unwrap(), Duration::from_millis(1));
+        assert_eq!(with(r#""1m""#).unwrap(), MAX_TIMEOUT);
+        assert_eq!(with(r#""1s 500ms""#).unwrap(), Duration::from_millis(1500));
+        for (refused, why) in [
+            ("0", "outside 1ms to 60s"),
+            (r#""60001ms""#, "outside 1ms to 60s"),
+            (r#""1500us""#, "not a whole number of milliseconds"),
+            ("-5", "negative"),
+            (r#""soon""#, "timeout: "),
+        ] {
+            let error = with(refused).unwrap_err();
+            assert!(error.starts_with("policy \"p\": timeout: ") && error.contains(why), "{refused}: {error}");
+        }
     }
 
     #[test]
@@ -310,7 +360,7 @@ mod tests {
         let error = Policies::parse(typo).unwrap_err();
         assert!(error.contains("unknown field `bandwidth`"), "{error}");
         assert!(
-            error.ends_with("or a policy field: version, strategy, failure, shadow, idleGrace, legacyHeaders"),
+            error.ends_with("or a policy field: version, strategy, failure, shadow, timeout, idleGrace, legacyHeaders"),
             "{error}"
         );
         let nested = r#"{"p": {"bandwidths": [{"capacity": 1, "initalTokens": 1, "refill": {"kind": "greedy", "tokens": 1, "period": "1s"}}]}}"#;

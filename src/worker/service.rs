@@ -143,7 +143,7 @@ fn policies(settings: &Settings) -> Answer {
         .map(|p| {
             let entry = serde_json::json!({
                 "version": p.version, "strategy": p.strategy, "failure": p.failure, "shadow": p.shadow,
-                "idleGraceMs": p.idle_grace.as_millis() as u64, "legacyHeaders": p.legacy_headers,
+                "timeoutMs": p.timeout.map(|t| t.as_millis() as u64), "idleGraceMs": p.idle_grace.as_millis() as u64, "legacyHeaders": p.legacy_headers,
                 "bandwidths": crate::ConfigurationSpec::from(&p.configuration).bandwidths,
             });
             (p.name.clone(), entry)

@@ -77,3 +77,56 @@ test('admin calls have no fallback: 503; fallbacks are counted', async () => {
   assert.match(text, /^edgebucket_fallbacks_total\{policy="closed",mode="closed"\} 1$/m);
   assert.match(text, /^edgebucket_fallbacks_total\{policy="local",mode="local"\} 4$/m);
 });
+
+// An object that stops answering: the binding points at a neighbour worker whose object takes
+// 1.5 s and then fails, as an object stuck behind slow storage would. Nothing else in the real
+// object can be made to hang on purpose; the front worker under test is the real one.
+const STALLED = `
+import { DurableObject } from 'cloudflare:workers';
+export class Stalled extends DurableObject {
+  async decide() {
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    throw new Error('stalled object gave up');
+  }
+}
+export default { fetch: () => new Response(null, { status: 404 }) };`;
+
+test('a policy timeout lets the failure mode decide when the object is slow', async () => {
+  const slow = await start({
+    vars: {
+      POLICIES: {
+        quick: { failure: 'open', timeout: '100ms', bandwidths: [greedy('b', 2, 2, '1h')] },
+        strict: { failure: 'closed', timeout: 100, bandwidths: [greedy('b', 2, 2, '1h')] },
+        patient: { failure: 'open', bandwidths: [greedy('b', 2, 2, '1h')] },
+      },
+    },
+    durableObjects: { BUCKETS: { className: 'Stalled', scriptName: 'stalled' } },
+    neighbours: [{ name: 'stalled', modules: true, script: STALLED, durableObjects: { STALLED: 'Stalled' } }],
+  });
+  try {
+    const timed = async (policy) => {
+      const started = Date.now();
+      const r = await slow.call('/v1/buckets/a/consume', post({ policy }));
+      return { r, ms: Date.now() - started, body: await r.json() };
+    };
+    const quick = await timed('quick');
+    assert.ok(quick.ms < 1000, `answered after ${quick.ms} ms, not at the timeout`);
+    assert.deepEqual([quick.r.status, quick.r.headers.get('edgebucket-fallback'), quick.body.fallback], [200, 'open', 'open']);
+    const line = (await slow.logged((l) => l.policy === 'quick')).at(-1);
+    assert.equal(line.error, 'the bucket did not answer within 100 ms');
+
+    const strict = await timed('strict');
+    assert.ok(strict.ms < 1000, `answered after ${strict.ms} ms`);
+    assert.deepEqual([strict.r.status, strict.body.code], [503, 'RATE_LIMITER_UNAVAILABLE']);
+
+    const patient = await timed('patient');
+    assert.ok(patient.ms >= 1400, `without a timeout the worker waits for the object (${patient.ms} ms)`);
+    assert.equal(patient.r.headers.get('edgebucket-fallback'), 'open');
+    assert.match((await slow.logged((l) => l.policy === 'patient')).at(-1).error, /stalled object gave up/);
+
+    const policies = await (await slow.call('/v1/policies', admin())).json();
+    assert.deepEqual([policies.quick.timeoutMs, policies.strict.timeoutMs, policies.patient.timeoutMs], [100, 100, null]);
+  } finally {
+    await slow.stop();
+  }
+});

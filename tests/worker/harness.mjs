@@ -50,8 +50,13 @@ const defined = (object) => Object.fromEntries(Object.entries(object).filter(([,
 export async function start(config = {}) {
   const logs = [];
   const errors = [];
+  const { host, port, durableObjectsPersist, ...worker } = options(config);
   const mf = new Miniflare({
-    ...options(config),
+    host,
+    port,
+    durableObjectsPersist,
+    // `neighbours`: more workers beside this one, for bindings that point into them.
+    workers: [worker, ...(config.neighbours ?? [])],
     handleRuntimeStdio(stdout, stderr) {
       readline.createInterface({ input: stdout }).on('line', (line) => {
         if (line.startsWith('{')) logs.push(JSON.parse(line));
