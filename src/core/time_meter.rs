@@ -36,7 +36,11 @@ mod system {
     use super::TimeMeter;
 
     fn epoch_nanos() -> i128 {
-        match SystemTime::now().duration_since(UNIX_EPOCH) {
+        nanos_since_epoch(SystemTime::now())
+    }
+
+    fn nanos_since_epoch(time: SystemTime) -> i128 {
+        match time.duration_since(UNIX_EPOCH) {
             Ok(after) => after.as_nanos() as i128,
             Err(before) => -(before.duration().as_nanos() as i128),
         }
@@ -80,5 +84,57 @@ mod system {
             let elapsed = i64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(i64::MAX);
             self.origin_nanos.saturating_add(elapsed)
         }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+        use super::{nanos_since_epoch, MillisecondClock, NanosecondClock, TimeMeter};
+
+        const MS: i64 = 1_000_000;
+
+        fn wall_nanos() -> i64 {
+            SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as i64
+        }
+
+        #[test]
+        fn a_wall_clock_before_the_epoch_reads_negative() {
+            let nanos = Duration::from_nanos(1_500);
+            assert_eq!(nanos_since_epoch(UNIX_EPOCH - nanos), -1_500);
+            assert_eq!(nanos_since_epoch(UNIX_EPOCH + nanos), 1_500);
+        }
+
+        #[test]
+        fn the_millisecond_clock_reads_the_wall_clock_truncated_to_the_millisecond() {
+            let before = wall_nanos();
+            let read = MillisecondClock.current_time_nanos();
+            let after = wall_nanos();
+            assert_eq!(read % MS, 0, "{read}");
+            assert!(before - MS < read && read <= after, "{before} {read} {after}");
+        }
+
+        #[test]
+        fn the_nanosecond_clock_starts_at_the_wall_clock_and_moves_with_the_monotonic_one() {
+            let before = wall_nanos();
+            let clock = NanosecondClock::new();
+            let first = clock.current_time_nanos();
+            let after = wall_nanos();
+            // The monotonic clock may run a little apart from the wall clock.
+            assert!(before <= first && first <= after + MS, "{before} {first} {after}");
+            std::thread::sleep(Duration::from_millis(2));
+            assert!(clock.current_time_nanos() >= first + 2 * MS);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TimeMeter;
+
+    #[test]
+    fn a_closure_is_a_meter() {
+        let meter = || 1_795_280_000_000_000_007;
+        assert_eq!(meter.current_time_nanos(), 1_795_280_000_000_000_007);
     }
 }
