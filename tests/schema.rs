@@ -99,12 +99,18 @@ fn instants_as_epoch_milliseconds_or_rfc3339() {
 
 #[test]
 fn refill_fields_must_fit_the_kind() {
-    let greedy_with_first = configuration(json!({ "bandwidths": [{ "capacity": 1,
-        "refill": { "kind": "greedy", "tokens": 1, "period": "1s", "firstRefillTime": 0 } }] }));
-    assert_eq!(greedy_with_first.unwrap_err().code(), "INVALID_CONFIGURATION");
-    let aligned_without_first = configuration(json!({ "bandwidths": [{ "capacity": 1,
-        "refill": { "kind": "intervallyAligned", "tokens": 1, "period": "1s" } }] }));
-    assert_eq!(aligned_without_first.unwrap_err().code(), "INVALID_CONFIGURATION");
+    let misfits = [
+        json!({ "kind": "greedy", "tokens": 1, "period": "1s", "firstRefillTime": 0 }),
+        json!({ "kind": "greedy", "tokens": 1, "period": "1s", "adaptiveInitialTokens": true }),
+        // Even false: the field is one only an aligned refill has.
+        json!({ "kind": "intervally", "tokens": 1, "period": "1s", "adaptiveInitialTokens": false }),
+        json!({ "kind": "intervallyAligned", "tokens": 1, "period": "1s" }),
+        json!({ "kind": "intervallyAligned", "tokens": 1, "period": "1s", "adaptiveInitialTokens": true }),
+    ];
+    for refill in misfits {
+        let err = configuration(json!({ "bandwidths": [{ "capacity": 1, "refill": refill }] })).unwrap_err();
+        assert_eq!(err.code(), "INVALID_CONFIGURATION", "{refill}");
+    }
 }
 
 #[test]
