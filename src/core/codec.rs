@@ -7,7 +7,8 @@
 //! (zigzag) varints, so a one-bandwidth bucket takes about 30 bytes. Decoding checks everything
 //! the builders check, that there is one state per bandwidth and that token counts fit in 64
 //! bits; bytes that fail any check, or were written by a newer format, are an [`Error`], never
-//! a panic.
+//! a panic. [`encode`] writes each varint in its shortest form, but decoding also reads longer
+//! forms (postcard's, such as `80 00` for 0): compare decoded buckets, not their bytes.
 //!
 //! ```
 //! use std::time::Duration;
