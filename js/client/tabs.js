@@ -17,7 +17,7 @@
 //   later leader announced itself (it may have spent that state and died without a word); a
 //   heartbeat with every level empty, since the old leader may have granted all it had after
 //   sending it (it crashed, or its final word arrives after the lock: nothing orders the two).
-//   With none it starts empty and probes. "Later" is by epoch, not arrival, since messages from
+//   With none, or one it cannot read (another version's shape), it starts empty and probes. "Later" is by epoch, not arrival, since messages from
 //   different senders arrive in any order: each leader takes one more than the highest it heard
 //   and marks its `leader` and `state` messages with it and its id. Two leaders in a row share an
 //   epoch when the second heard nothing of the first; then neither is known to be the later, and
@@ -92,11 +92,10 @@ export function sharedPacer(name, makePacer) {
   globalThis.navigator.locks
     .request(`edgebucket:${name}:leader`, () => {
       if (closed) return undefined;
-      leader = makePacer();
       // A final state is its leader's last word, unless a later leader took over after it (and
       // may have spent it, then died without a word of its own).
       const asItIs = inherited.final && succession.isLatest(inherited.epoch, inherited.from);
-      leader.adopt(inherited.state, { spent: !asItIs });
+      leader = adopted(makePacer, inherited.state, !asItIs);
       epoch = succession.lead(me);
       leader.onChange(() => {
         changed();
@@ -243,6 +242,23 @@ export function sharedPacer(name, makePacer) {
       pending.clear();
     },
   };
+}
+
+/**
+ * A new leader's pacer, from its predecessor's `state`. A state it cannot read (another version
+ * of the package on this channel may send another shape) is as none: it starts empty and probes.
+ * Thrown from the lock's callback, it left a leader that never announced itself nor woke its
+ * waiting requests, while the lock went on to the next in line (a second leader), or in Node 24
+ * stayed held for good.
+ */
+function adopted(makePacer, state, spent) {
+  const pacer = makePacer();
+  try {
+    pacer.adopt(state, { spent });
+    return pacer;
+  } catch {
+    return makePacer();
+  }
 }
 
 /**

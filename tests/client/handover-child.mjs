@@ -69,7 +69,39 @@ async function handover(final, later = null) {
   return granted;
 }
 
+/**
+ * A final state this version cannot read (another version's shape): the next leader starts
+ * empty, announces itself and wakes its waiting requests.
+ */
+async function unreadable() {
+  const name = `unreadable-${process.pid}`;
+  const stepDown = await holdLeaderLock(name);
+  const next = sharedPacer(name, makePacer);
+  const channel = new BroadcastChannel(`edgebucket:${name}`);
+  const heard = [];
+  channel.onmessage = ({ data }) => heard.push(data.type);
+  const state = knowingPacer().export();
+  state.scopes[0].policies = state.scopes[0].policies.map(([policy, partitionKey]) => ({ policy, partitionKey }));
+  channel.postMessage({ type: 'leader', epoch: 1, from: 'A' });
+  channel.postMessage({ type: 'state', state, final: true, epoch: 1, from: 'A' });
+  await sleep(100);
+  stepDown();
+  await until(() => next.leading);
+  const probe = await next.acquire(demand);
+  const held = await next.acquire(demand);
+  let woken = false;
+  next.onChange(() => {
+    woken = true;
+  });
+  next.observe(probe.ticket, 200, readHeaders({}));
+  await sleep(50);
+  next.close();
+  channel.close();
+  return { probe: probe.ok, held: held.reason, woken, announced: heard.includes('leader') };
+}
+
 if (isMainThread) {
+  const unreadableState = await unreadable();
   const afterHeartbeat = await handover(false);
   const afterFinal = await handover(true);
   const spentByALaterLeader = {};
@@ -85,7 +117,7 @@ if (isMainThread) {
   const aloneAfter = Date.now() - start;
   const { leading } = follower;
   follower.close();
-  console.log(JSON.stringify({ afterHeartbeat, afterFinal, spentByALaterLeader, aloneAfter, leading }));
+  console.log(JSON.stringify({ unreadableState, afterHeartbeat, afterFinal, spentByALaterLeader, aloneAfter, leading }));
 } else {
   const shared = sharedPacer(workerData.name, makePacer);
   await until(() => shared.leading);
