@@ -24,6 +24,8 @@
 //   a final state is taken as it is only from the one leader heard at the highest epoch
 //   (`Succession`). Tickets carry the issuing pacer's id, so a new leader never confuses them
 //   with its own.
+// - A message a context cannot read (another version of the package on the channel, a bug) is
+//   dropped, reported by a leader: a follower's question then times out as if unanswered.
 // - A follower whose questions have gone unanswered for LEADERLESS_AFTER paces alone until a
 //   leader speaks again: Node 24 never passes the lock of a worker thread that exits or is
 //   terminated to the threads waiting for it, and a browser may freeze a background tab that
@@ -115,14 +117,19 @@ export function sharedPacer(name, makePacer) {
   channel.onmessage = ({ data }) => {
     if (data === null || typeof data !== 'object') return;
     if (leader !== null) {
-      if (data.type === 'acquire') post({ type: 'grant', to: data.from, id: data.id, grant: leader.acquire(data.demand) });
-      else if (data.type === 'observe') leader.observe(data.ticket, data.status, data.observation);
-      else if (data.type === 'release') leader.release(data.ticket);
-      else if (data.type === 'refund') leader.refund(data.ticket);
+      try {
+        answer(data);
+      } catch (error) {
+        // One it cannot read (another version's, a bug): thrown from a channel's listener, it
+        // would end a Node process.
+        report(error);
+      }
       return;
     }
     if (LEADER_MESSAGES.has(data.type)) unansweredSince = null;
-    if (data.type === 'grant' && data.to === me) {
+    // A grant it cannot read leaves its question to time out: settled with it, the queue would
+    // throw, or wait for good.
+    if (data.type === 'grant' && data.to === me && isGrant(data.grant)) {
       const question = pending.get(data.id);
       pending.delete(data.id);
       if (question) {
@@ -147,6 +154,14 @@ export function sharedPacer(name, makePacer) {
       changed();
     }
   };
+
+  /** A leader's answer to a message of another context. */
+  function answer(data) {
+    if (data.type === 'acquire') post({ type: 'grant', to: data.from, id: data.id, grant: leader.acquire(data.demand) });
+    else if (data.type === 'observe') leader.observe(data.ticket, data.status, data.observation);
+    else if (data.type === 'release') leader.release(data.ticket);
+    else if (data.type === 'refund') leader.refund(data.ticket);
+  }
 
   function ask(demand) {
     const id = nextQuestion++;
@@ -275,7 +290,7 @@ function closeOnceAnswered(channel, me, unanswered) {
   }
   const stop = setTimeout(() => channel.close(), ANSWER_WITHIN);
   channel.onmessage = ({ data }) => {
-    if (data?.type !== 'grant' || data.to !== me || !unanswered.delete(data.id)) return;
+    if (data?.type !== 'grant' || data.to !== me || !isGrant(data.grant) || !unanswered.delete(data.id)) return;
     if (data.grant.ok) channel.postMessage({ type: 'refund', ticket: data.grant.ticket });
     if (unanswered.size > 0) return;
     clearTimeout(stop);
@@ -318,6 +333,18 @@ class Succession {
     this.heard(this.epoch + 1, me);
     return this.epoch;
   }
+}
+
+/** Whether `grant` reads as a Grant (pacer.js): a ticket to go with, or a wait. */
+function isGrant(grant) {
+  if (grant === null || typeof grant !== 'object') return false;
+  return grant.ok === true ? typeof grant.ticket?.id === 'string' : grant.ok === false && typeof grant.wait === 'number';
+}
+
+/** Surfaces an error no caller can catch, without ending a Node process. */
+function report(error) {
+  if (typeof globalThis.reportError === 'function') globalThis.reportError(error);
+  else console.error('edgebucket/client: a message from another tab could not be handled', error);
 }
 
 /** A message's leader epoch, or undefined when it has none (an older version sent it). */

@@ -1,0 +1,57 @@
+// Run under Node 24 (Web Locks and BroadcastChannel) by share.test.mjs: messages a context cannot
+// read (another version of the package on the channel, a bug) neither end the process nor settle
+// a question with something the queue cannot read. Prints what the leader and a follower
+// answered after them.
+import * as engine from 'edgebucket';
+import { source, holdLeaderLock } from './helpers.mjs';
+
+const { sharedPacer } = await source('tabs.js');
+const { Pacer } = await source('pacer.js');
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const demand = { scope: 'https://api.example', origin: 'https://api.example', cost: 1, bytes: 0 };
+const makePacer = () => new Pacer({ engine, now: Date.now, random: () => 0, jitter: 0 });
+const until = async (condition) => {
+  while (!condition()) await sleep(10);
+};
+let reported = 0;
+console.error = () => {
+  reported += 1;
+};
+
+/** A real leader, sent messages it cannot read, then a question it can. */
+async function leaderSide() {
+  const name = `messages-leader-${process.pid}`;
+  const leader = sharedPacer(name, makePacer);
+  await until(() => leader.leading);
+  const other = new BroadcastChannel(`edgebucket:${name}`);
+  const grants = [];
+  other.onmessage = ({ data }) => {
+    if (data.type === 'grant') grants.push(data.id);
+  };
+  const unreadable = [{ type: 'acquire', from: 'x', id: 1 }, { type: 'observe' }, { type: 'observe', ticket: { id: 'x.1' } }, { type: 'release' }, { type: 'refund', ticket: null }];
+  for (const message of unreadable) other.postMessage(message);
+  other.postMessage({ type: 'acquire', from: 'x', id: 2, demand });
+  await sleep(100);
+  other.close();
+  leader.close();
+  return grants;
+}
+
+/** A real follower, answered first with grants it cannot read. */
+async function followerSide() {
+  const name = `messages-follower-${process.pid}`;
+  const stepDown = await holdLeaderLock(name);
+  const leader = new BroadcastChannel(`edgebucket:${name}`);
+  leader.onmessage = ({ data }) => {
+    if (data.type !== 'acquire') return;
+    for (const grant of [undefined, null, { ok: true }, { ok: false }]) leader.postMessage({ type: 'grant', to: data.from, id: data.id, grant });
+  };
+  const follower = sharedPacer(name, makePacer);
+  const answer = await follower.acquire(demand);
+  follower.close();
+  leader.close();
+  stepDown();
+  return answer;
+}
+
+console.log(JSON.stringify({ leader: await leaderSide(), follower: await followerSide(), reported }));
