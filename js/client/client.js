@@ -240,8 +240,7 @@ export function createClient(options) {
     const request = new Request(input, init);
     const own = requestOptions(init?.edgebucket, config, request);
     const origin = new URL(request.url).origin;
-    const partition = config.partition ? String(config.partition(request)) : '';
-    const scope = partition ? `${origin} ${partition}` : origin;
+    const scope = own.partition ? `${origin} ${own.partition}` : origin;
     stats.requests += 1;
     return run({
       request,

@@ -149,7 +149,10 @@ export interface ClientOptions {
   priority?: number;
   /** Units a request consumes of a `requests` policy, or a function of the request. Default 1. */
   cost?: number | ((request: Request) => number);
-  /** Splits an origin's requests into scopes that learn their partition keys apart (per user, per API key…). */
+  /**
+   * Splits an origin's requests into scopes that learn their partition keys apart (per user, per API key…); `''` is the
+   * origin's own scope, as without `partition`. A result that is not a string fails the request with `INVALID_ARGUMENT`.
+   */
   partition?: (request: Request) => string;
   /**
    * Share one budget with other clients, tabs and workers of this origin (Web Locks + BroadcastChannel); a name separates

@@ -31,6 +31,7 @@ function shown(value) {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number' || typeof value === 'bigint') return String(value); // NaN, Infinity, 1n
   if (typeof value === 'function') return 'a function';
+  if (value instanceof Promise) return 'a Promise';
   try {
     return JSON.stringify(value) ?? String(value);
   } catch {
@@ -168,7 +169,7 @@ export function clientOptions(options = {}) {
  *
  * @param {unknown} value
  * @param {ReturnType<typeof clientOptions>} client
- * @param {Request} request for a `cost` function
+ * @param {Request} request for a `cost` or `partition` function
  */
 export function requestOptions(value, client, request) {
   const own = value === undefined ? {} : plainObject(value, 'init.edgebucket');
@@ -178,5 +179,15 @@ export function requestOptions(value, client, request) {
     priority: own.priority === undefined ? client.priority : priority(own.priority, 'init.edgebucket.priority'),
     cost: positiveInteger(cost, own.cost === undefined ? 'the cost option\'s result' : 'init.edgebucket.cost'),
     timeout: own.timeout === undefined ? client.timeout : timeout(own.timeout, 'init.edgebucket.timeout'),
+    partition: client.partition === undefined ? '' : partitionName(client.partition(request)),
   };
+}
+
+/**
+ * The `partition` option's result. Only a string: any other value read as text would put
+ * different partitions in one scope (every Promise of an async function is "[object Promise]").
+ */
+function partitionName(value) {
+  if (typeof value !== 'string') throw invalid(`the partition option's result must be a string, got ${shown(value)}`);
+  return value;
 }

@@ -66,6 +66,11 @@ test('bad options are EdgeBucketErrors with code INVALID_ARGUMENT, the package\'
   await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { cost: -1 } }), { code: 'INVALID_ARGUMENT' });
   await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { prio: 1 } }), { code: 'INVALID_ARGUMENT' });
   await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { cost: null } }), /init.edgebucket.cost must be a positive integer, got null/);
+  // Read as text, any two Promises (or objects) would be one partition.
+  for (const [partition, message] of [[async () => 'alice', /the partition option's result must be a string, got a Promise/], [() => ({ user: 1 }), /got {"user":1}/], [() => null, /got null/]]) {
+    const partitioned = createClient({ share: false, partition });
+    await assert.rejects(partitioned('http://127.0.0.1:9/api'), (e) => e.code === 'INVALID_ARGUMENT' && message.test(e.message));
+  }
 });
 
 test('a request past maxQueue fails with QUEUE_FULL at once, and the dropped hook says so', async (t) => {
