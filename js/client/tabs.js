@@ -16,14 +16,15 @@
 //   leader adopts the last one it heard: a final one as it is (levels rounded down), unless a
 //   later leader announced itself (it may have spent that state and died without a word); a
 //   heartbeat with every level empty, since the old leader may have granted all it had after
-//   sending it (it crashed, or its final word arrives after the lock: nothing orders the two).
-//   With none, or one it cannot read (another version's shape), it starts empty and probes. "Later" is by epoch, not arrival, since messages from
-//   different senders arrive in any order: each leader takes one more than the highest it heard
-//   and marks its `leader` and `state` messages with it and its id. Two leaders in a row share an
-//   epoch when the second heard nothing of the first; then neither is known to be the later, and
-//   a final state is taken as it is only from the one leader heard at the highest epoch
-//   (`Succession`). Tickets carry the issuing pacer's id, so a new leader never confuses them
-//   with its own.
+//   sending it (it crashed, or its final word arrives after the lock: nothing orders the two, so
+//   a new leader that has heard from one waits FINAL_WITHIN for a final word first). With none,
+//   or one it cannot read (another version's shape), it starts empty and probes. "Later" is by
+//   epoch, not arrival, since messages from different senders arrive in any order: each leader
+//   takes one more than the highest it heard and marks its `leader` and `state` messages with it
+//   and its id. Two leaders in a row share an epoch when the second heard nothing of the first;
+//   then neither is known to be the later, and a final state is taken as it is only from the one
+//   leader heard at the highest epoch (`Succession`). Tickets carry the issuing pacer's id, so a
+//   new leader never confuses them with its own.
 // - A message a context cannot read (another version of the package on the channel, a bug) is
 //   dropped, reported by a leader: a follower's question then times out as if unanswered.
 // - A follower whose questions have gone unanswered for LEADERLESS_AFTER paces alone until a
@@ -45,6 +46,12 @@ const LEADER_MESSAGES = new Set(['grant', 'state', 'changed', 'leader']);
 const STATE_EVERY = 1000;
 /** A follower whose questions have gone unanswered this long paces alone. */
 const LEADERLESS_AFTER = 3000;
+/**
+ * How long a new leader waits for its predecessor's final state, which may arrive after the lock:
+ * Node 24 grants it first nearly always, Chromium about one time in three, the state then within
+ * 2 ms.
+ */
+const FINAL_WITHIN = 50;
 
 /** Whether this runtime can share a budget across contexts. */
 export function canShare() {
@@ -75,6 +82,10 @@ export function sharedPacer(name, makePacer) {
   const succession = new Succession();
   /** This context's epoch, while it leads. */
   let epoch;
+  /** Whether any leader has spoken to this context (then one leads, or led before it). */
+  let heardLeader = false;
+  /** Ends a new leader's wait for its predecessor's final state (see finalState). */
+  let onFinal = null;
   /** When the oldest question no leader answered was asked, since a leader last spoke; or null. */
   let unansweredSince = null;
   /** The pacer this context uses while it hears no leader, and the tickets it granted. */
@@ -92,11 +103,13 @@ export function sharedPacer(name, makePacer) {
   // granted when the thread holding the lock is terminated, so the followers would stay
   // leaderless. A closed context granted the lock later lets it go at once.
   globalThis.navigator.locks
-    .request(`edgebucket:${name}:leader`, () => {
+    .request(`edgebucket:${name}:leader`, async () => {
       if (closed) return undefined;
-      // A final state is its leader's last word, unless a later leader took over after it (and
-      // may have spent it, then died without a word of its own).
-      const asItIs = inherited.final && succession.isLatest(inherited.epoch, inherited.from);
+      // A leader has spoken, and no final state of it has come: it closed (its last word is on
+      // the way) or died (no word will come).
+      if (heardLeader && !finalIsLatest()) await finalState();
+      if (closed) return undefined;
+      const asItIs = finalIsLatest();
       leader = adopted(makePacer, inherited.state, !asItIs);
       epoch = succession.lead(me);
       leader.onChange(() => {
@@ -126,7 +139,7 @@ export function sharedPacer(name, makePacer) {
       }
       return;
     }
-    if (LEADER_MESSAGES.has(data.type)) unansweredSince = null;
+    if (LEADER_MESSAGES.has(data.type)) [unansweredSince, heardLeader] = [null, true];
     // A grant it cannot read leaves its question to time out: settled with it, the queue would
     // throw, or wait for good.
     if (data.type === 'grant' && data.to === me && isGrant(data.grant)) {
@@ -148,6 +161,7 @@ export function sharedPacer(name, makePacer) {
       if (sent === undefined || sent >= inherited.epoch) {
         inherited = { state: data.state, final: data.final === true, epoch: sent ?? -1, from };
       }
+      if (finalIsLatest()) onFinal?.();
     } else if (data.type === 'changed' || data.type === 'leader') {
       // An older version's leader, without an epoch, counts as later than any heard.
       if (data.type === 'leader') succession.heard(epochOf(data) ?? succession.epoch + 1, senderOf(data));
@@ -161,6 +175,28 @@ export function sharedPacer(name, makePacer) {
     else if (data.type === 'observe') leader.observe(data.ticket, data.status, data.observation);
     else if (data.type === 'release') leader.release(data.ticket);
     else if (data.type === 'refund') leader.refund(data.ticket);
+  }
+
+  /**
+   * Whether the state kept is a final one to take as it is: its leader's last word, unless a later
+   * leader took over after it (and may have spent it, then died without a word of its own).
+   */
+  function finalIsLatest() {
+    return inherited.final && succession.isLatest(inherited.epoch, inherited.from);
+  }
+
+  /** Resolves once a final state to take as it is has come, or after FINAL_WITHIN. */
+  function finalState() {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, FINAL_WITHIN);
+      timer.unref?.();
+      onFinal = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    }).finally(() => {
+      onFinal = null;
+    });
   }
 
   function ask(demand) {

@@ -48,10 +48,11 @@ test('clients of one context share a model by default, except one on a clock of 
   assert.deepEqual(JSON.parse(child.stdout), { first: true, second: false, ownClock: true });
 });
 
-test('leadership changing hands: a state it cannot read ignored, a heartbeat adopted empty, a final state as it is unless a later leader may have spent it; a dead thread\'s lock never passed on', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
+test('leadership changing hands: a clean close\'s final state waited for, a state it cannot read ignored, a heartbeat adopted empty, a final state as it is unless a later leader may have spent it; a dead thread\'s lock never passed on', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
   const child = spawnSync(node, [fileURLToPath(new URL('./handover-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 30_000 });
   assert.equal(child.status, 0, child.stderr);
-  const { unreadableState, afterHeartbeat, afterFinal, spentByALaterLeader, aloneAfter, leading } = JSON.parse(child.stdout);
+  const { unreadableState, clean, afterHeartbeat, afterFinal, spentByALaterLeader, aloneAfter, leading } = JSON.parse(child.stdout);
+  assert.deepEqual(clean, [9, 9, 9, 9, 9], 'a clean close hands its 9 on, though the lock may arrive before its final state');
   assert.deepEqual(unreadableState, { probe: true, held: 'probe', woken: true, announced: true }, 'a state it cannot read: the next leader starts empty, and leads');
   assert.equal(afterHeartbeat, 0, 'the heartbeat showed 9, which the old leader may have granted since');
   assert.equal(afterFinal, 9, 'a closing leader\'s final state is its last word');
