@@ -150,10 +150,14 @@ export interface ClientOptions {
   /** Units a request consumes of a `requests` policy, or a function of the request. Default 1. */
   cost?: number | ((request: Request) => number);
   /**
-   * Splits an origin's requests into scopes that learn their partition keys apart (per user, per API key…); `''` is the
-   * origin's own scope, as without `partition`. A result that is not a string fails the request with `INVALID_ARGUMENT`.
+   * Splits an origin's requests into scopes that learn their partition keys apart (per user, per API key…); `''`, `null`
+   * and `undefined` are the origin's own scope, as without `partition`. Any other result that is not a string (a
+   * Promise, an object, a number) fails the request with `INVALID_ARGUMENT`.
+   *
+   * @example
+   * createClient({ partition: (request) => request.headers.get('X-User') }); // no X-User: the origin's own scope
    */
-  partition?: (request: Request) => string;
+  partition?: (request: Request) => string | null | undefined;
   /**
    * Share one budget with other clients, tabs and workers of this origin (Web Locks + BroadcastChannel); a name separates
    * budgets. The clients sharing one use the leading client's model (its `clock`, `random`, `jitter`, `probe`); one whose

@@ -184,10 +184,12 @@ export function requestOptions(value, client, request) {
 }
 
 /**
- * The `partition` option's result. Only a string: any other value read as text would put
+ * The `partition` option's result: a string, or null or undefined for the origin's own scope (as
+ * `headers.get` gives for a request without the header). Any other value read as text would put
  * different partitions in one scope (every Promise of an async function is "[object Promise]").
  */
 function partitionName(value) {
+  if (value === null || value === undefined) return '';
   if (typeof value !== 'string') throw invalid(`the partition option's result must be a string, got ${shown(value)}`);
   return value;
 }

@@ -67,7 +67,7 @@ test('bad options are EdgeBucketErrors with code INVALID_ARGUMENT, the package\'
   await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { prio: 1 } }), { code: 'INVALID_ARGUMENT' });
   await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { cost: null } }), /init.edgebucket.cost must be a positive integer, got null/);
   // Read as text, any two Promises (or objects) would be one partition.
-  for (const [partition, message] of [[async () => 'alice', /the partition option's result must be a string, got a Promise/], [() => ({ user: 1 }), /got {"user":1}/], [() => null, /got null/]]) {
+  for (const [partition, message] of [[async () => 'alice', /the partition option's result must be a string, got a Promise/], [() => ({ user: 1 }), /got {"user":1}/], [() => 7, /got 7/]]) {
     const partitioned = createClient({ share: false, partition });
     await assert.rejects(partitioned('http://127.0.0.1:9/api'), (e) => e.code === 'INVALID_ARGUMENT' && message.test(e.message));
   }
@@ -479,13 +479,15 @@ test('partition keys end to end: two users of one origin each get their own budg
 test('without a pk, the client\'s partition keeps budgets apart (X-RateLimit per user)', async (t) => {
   const server = await withServer(t, { capacity: 5, window: 60, dialect: 'x-ratelimit', partition: 'x-user' });
   const client = createClient({ share: false, timeout: 3000, partition: (request) => request.headers.get('x-user') });
-  const send = (user) => client(`${server.url}/api/x`, { headers: { 'x-user': user } }).then((r) => r.status, (e) => e.code);
+  const send = (user) => client(`${server.url}/api/x`, { headers: user === null ? {} : { 'x-user': user } }).then((r) => r.status, (e) => e.code);
   const statuses = [];
   for (const user of ['alice', 'alice', 'alice', 'bob', 'bob', 'alice', 'alice', 'bob', 'bob', 'bob']) statuses.push(await send(user));
   assert.deepEqual(statuses, Array(10).fill(200), 'each user spends only their own 5');
   assert.equal(server.stats.rejected.length, 0);
   assert.equal(client.model().limits.length, 2, 'one limit per partition');
   assert.equal(await send('alice'), 'TIMEOUT', "alice's own budget is spent, whatever bob has left");
+  assert.equal(await send(null), 200, "without the header (headers.get's null), the origin's own scope, with a budget of its own");
+  assert.equal(client.model().limits.length, 3);
 });
 
 test('X-RateLimit without a reset: 429s slow the client instead of repeating every second', async (t) => {
