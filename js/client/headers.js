@@ -398,10 +398,11 @@ function legacyPolicy(value, parameters) {
 
 /** `reset`: milliseconds from the response (see `resetFrom`). */
 function legacyLimits(limit, remaining, reset, policies) {
-  if (limit === undefined && remaining === undefined && reset === undefined) {
-    return policies.length > 0 ? policies : undefined;
-  }
+  // Two policies of one window are one name: the first is read, as in draft-10.
   const unique = policies.filter((p, i) => policies.findIndex((q) => q.policy === p.policy) === i);
+  if (limit === undefined && remaining === undefined && reset === undefined) {
+    return unique.length > 0 ? unique : undefined;
+  }
   const quota = limit === undefined ? undefined : clamp(limit, BOUNDS.maxQuota);
   // The expiring limit is the policy with that quota (draft-07 §3.2); without one, its window is unknown.
   let expiring = quota === undefined ? unique[0] : unique.find((p) => p.quota === quota);

@@ -439,6 +439,13 @@ test('duplicate items: the first policy wins, service limits of one name give th
   const unlisted = read({ ratelimit: '"b";r=0;t=30, "b";r=50;t=5' });
   assert.deepEqual(unlisted.limits, [limit({ policy: 'b', remaining: 0, reset: 30 * S })]);
   assert.equal(read({ 'ratelimit-policy': '"a";q=10;q=20' }).limits[0].quota, 20);
+  // Legacy policies are named by their window: two of one window are one policy, the first,
+  // with or without state (alone they were both kept, and the pacer took the last).
+  const lone = read({ 'ratelimit-policy': '100;w=60, 50;w=60, 10;w=1' });
+  assert.deepEqual(lone.limits, [limit({ policy: 'w=60', quota: 100, window: 60 * S }), limit({ policy: 'w=1', quota: 10, window: 1 * S })]);
+  const stated = read({ 'ratelimit-policy': '100;w=60, 50;w=60', 'ratelimit-remaining': '5', 'ratelimit-reset': '8' });
+  assert.deepEqual(stated.limits, [limit({ policy: 'w=60', quota: 100, window: 60 * S, remaining: 5, reset: 8 * S })]);
+  assert.deepEqual(read({ 'ratelimit-limit': '100, 100;w=60, 50;w=60' }).limits, [limit({ policy: 'w=60', quota: 100, window: 60 * S })]);
 });
 
 test('partition keys keep policies of the same name apart', () => {
