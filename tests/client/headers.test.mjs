@@ -258,6 +258,66 @@ test('an RFC 850 two-digit year more than 50 years ahead is the last century', (
   assert.equal(seen.retryAfter, 7 * S);
 });
 
+test('HTTP-dates: every month, and each field at its bounds', () => {
+  const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+  months.forEach((month, i) => {
+    assert.equal(read({ date: `Sat, 21 ${month} 2026 13:00:00 GMT` }).date, Date.UTC(2026, i, 21, 13), month);
+  });
+  const dates = {
+    'Sat, 21 Nov 2026 13:01:05 GMT': Date.UTC(2026, 10, 21, 13, 1, 5),
+    'Sat, 21 Nov 2026 23:59:59 GMT': Date.UTC(2026, 10, 21, 23, 59, 59),
+    'Sat, 21 Nov 2026 13:59:00 GMT': Date.UTC(2026, 10, 21, 13, 59),
+    'Sat, 21 Nov 2026 13:00:60 GMT': Date.UTC(2026, 10, 21, 13, 1), // a leap second: the next second's start
+    'Sat, 01 Nov 2026 13:00:00 GMT': Date.UTC(2026, 10, 1, 13),
+    'Thu, 31 Dec 2026 13:00:00 GMT': Date.UTC(2026, 11, 31, 13),
+    'Sunday, 01-Nov-26 13:00:00 GMT': Date.UTC(2026, 10, 1, 13),
+    'Sat Jan  3 13:00:00 2026': Date.UTC(2026, 0, 3, 13),
+    'Sat, 21 Foo 2026 13:00:00 GMT': undefined,
+    'Sat, 21 Nov 2026 24:00:00 GMT': undefined,
+    'Sat, 21 Nov 2026 13:60:00 GMT': undefined,
+    'Sat, 21 Nov 2026 13:00:61 GMT': undefined,
+    'Sat, 00 Nov 2026 13:00:00 GMT': undefined,
+    'Sat, 31 Nov 2026 13:00:00 GMT': undefined,
+  };
+  for (const [value, expected] of Object.entries(dates)) assert.equal(read({ date: value }).date, expected, value);
+  // RFC 850's two-digit year: 50 years ahead is still ahead (the client's clock is in 2026).
+  assert.equal(read({ date: 'Friday, 01-Jan-76 00:00:00 GMT' }).date, Date.UTC(2076, 0, 1));
+  assert.equal(read({ date: 'Friday, 01-Jan-77 00:00:00 GMT' }).date, Date.UTC(1977, 0, 1));
+});
+
+test('RFC 3339 resets: fractions, offsets, and each field at its bounds', () => {
+  const reset = (value, date = DATE) => read({ date, 'x-ratelimit-reset': value }).limits[0]?.reset;
+  const times = {
+    '2026-11-21T13:00:30Z': 30 * S,
+    '2026-11-21 13:00:30z': 30 * S,
+    '2026-11-21T13:00:30.25Z': 30_250,
+    '2026-11-21T13:00:30.123456789Z': 30_123,
+    '2026-11-21T18:30:30+05:30': 30 * S,
+    '2026-11-21T05:00:30-08:00': 30 * S,
+    '2026-11-22T12:59:30+23:59': 30 * S,
+    '2026-11-21T13:00:60Z': 60 * S, // a leap second
+    '2026-11-21T23:59:59Z': (10 * 3600 + 59 * 60 + 59) * S,
+    '2026-11-21T13:59:00Z': 59 * 60 * S,
+    '2026-03-31T00:00:00Z': 0, // in the past: now
+    '2026-11-21T13:00:30+24:00': undefined,
+    '2026-11-21T13:00:30+05:60': undefined,
+    '2026-11-21T13:00:61Z': undefined,
+    '2026-11-21T24:00:00Z': undefined,
+    '2026-11-21T13:60:00Z': undefined,
+    '2026-00-21T13:00:30Z': undefined,
+    '2026-13-21T13:00:30Z': undefined,
+    '2026-11-00T13:00:30Z': undefined,
+    '2026-02-30T13:00:30Z': undefined,
+    'x2026-11-21T13:00:30Z': undefined,
+    '2026-11-21T13:00:30Zx': undefined,
+    '2026-11-21T13:00:30.Z': undefined,
+  };
+  for (const [value, expected] of Object.entries(times)) assert.equal(reset(value), expected, value);
+  // The first and last months, against a Date of the day before.
+  assert.equal(reset('2026-12-01T00:00:10Z', 'Mon, 30 Nov 2026 23:59:50 GMT'), 20 * S);
+  assert.equal(reset('2027-01-01T00:00:10Z', 'Thu, 31 Dec 2026 23:59:50 GMT'), 20 * S);
+});
+
 test("a policy alone takes X-RateLimit's state for the same quota; its own state is never overwritten", () => {
   const x = { 'x-ratelimit-limit': '20', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '30' };
   const seen = read({ 'ratelimit-policy': '"fw";q=20;w=60', ...x });
