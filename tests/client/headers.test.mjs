@@ -76,6 +76,12 @@ const realWorld = [
     limits: [limit({ policy: 'a', quota: 5, window: 1 * S })],
   },
   {
+    name: 'draft-10: the pk in RateLimit-Policy only',
+    headers: { 'RateLimit-Policy': '"user";q=10;w=1;pk=:dXNlcjE=:', RateLimit: '"user";r=3;t=1' },
+    dialect: 'draft-10',
+    limits: [limit({ policy: 'user', partitionKey: 'dXNlcjE=', quota: 10, window: 1 * S, remaining: 3, reset: 1 * S })],
+  },
+  {
     name: 'draft-7: express-rate-limit (a dictionary, and the policy matched by quota)',
     headers: { RateLimit: 'limit=100, remaining=99, reset=60', 'RateLimit-Policy': '100;w=60' },
     dialect: 'draft-7',
@@ -109,6 +115,18 @@ const realWorld = [
       limit({ policy: 'w=1', quota: 10, window: 1 * S, remaining: 9, reset: 1 * S }),
       limit({ policy: 'w=60', quota: 50, window: 60 * S }),
     ],
+  },
+  {
+    name: 'draft-6 of 2021: the expiring limit with a window of its own',
+    headers: { 'RateLimit-Limit': '100;w=60', 'RateLimit-Remaining': '7', 'RateLimit-Reset': '12' },
+    dialect: 'draft-6',
+    limits: [limit({ policy: 'w=60', quota: 100, window: 60 * S, remaining: 7, reset: 12 * S })],
+  },
+  {
+    name: 'draft-6: a policy and the state, no RateLimit-Limit',
+    headers: { 'RateLimit-Policy': '100;w=60', 'RateLimit-Remaining': '7', 'RateLimit-Reset': '12' },
+    dialect: 'draft-6',
+    limits: [limit({ policy: 'w=60', quota: 100, window: 60 * S, remaining: 7, reset: 12 * S })],
   },
   {
     name: 'GitLab: draft-6 names with an epoch-seconds RateLimit-Reset, read against the server Date',
@@ -154,6 +172,18 @@ const realWorld = [
     headers: { date: DATE, 'x-ratelimit-limit': '60', 'x-ratelimit-used': '60', 'x-ratelimit-resource': 'search' },
     dialect: 'x-ratelimit',
     limits: [limit({ policy: 'search', quota: 60, remaining: 0 })],
+  },
+  {
+    name: 'GitHub: remaining as sent, though limit less used says otherwise',
+    headers: { 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '100', 'x-ratelimit-used': '13' },
+    dialect: 'x-ratelimit',
+    limits: [limit({ policy: 'default', quota: 5000, remaining: 100 })],
+  },
+  {
+    name: 'X-RateLimit-Remaining alone',
+    headers: { 'X-RateLimit-Remaining': '3' },
+    dialect: 'x-ratelimit',
+    limits: [limit({ policy: 'default', remaining: 3 })],
   },
   {
     name: 'X-RateLimit with a delta-seconds reset',
@@ -237,6 +267,8 @@ test('Retry-After: delay-seconds, and all three HTTP-date forms against the serv
   assert.equal(read({ 'retry-after': 'Sat, 21 Nov 2026 13:00:05 GMT' }).retryAfter, 3 * S);
   // A date in the past means now.
   assert.equal(read({ date: DATE, 'retry-after': 'Sat, 21 Nov 2026 12:00:00 GMT' }).retryAfter, 0);
+  // Decimal seconds, though the RFC has only integers.
+  assert.equal(read({ 'retry-after': '0.25' }).retryAfter, 250);
 });
 
 test('Retry-After with RateLimit: both are read (the pacer gives Retry-After precedence)', () => {
@@ -329,6 +361,15 @@ test("a policy alone takes X-RateLimit's state for the same quota; its own state
   const own = read({ 'ratelimit-policy': '"fw";q=20;w=60', ratelimit: '"fw";r=5;t=3', ...x }).limits;
   assert.deepEqual(own, [limit({ policy: 'fw', quota: 20, window: 60 * S, remaining: 5, reset: 3 * S })]);
   assert.equal(read({ 'ratelimit-policy': '"a";q=20;w=60, "b";q=20;w=3600', ...x }).limits.some((l) => 'remaining' in l), false);
+  // Its own r alone, or t alone, is state too.
+  assert.deepEqual(read({ 'ratelimit-policy': '"fw";q=20;w=60', ratelimit: '"fw";r=5', ...x }).limits, [limit({ policy: 'fw', quota: 20, window: 60 * S, remaining: 5 })]);
+  assert.deepEqual(read({ 'ratelimit-policy': '"fw";q=20;w=60', ratelimit: '"fw";t=3', ...x }).limits, [limit({ policy: 'fw', quota: 20, window: 60 * S, reset: 3 * S })]);
+  // X-RateLimit without a limit names no other quota; what it lacks stays unknown; its remaining
+  // is capped by the policy's quota.
+  const policy = { 'ratelimit-policy': '"fw";q=20;w=60' };
+  assert.deepEqual(read({ ...policy, 'x-ratelimit-remaining': '4', 'x-ratelimit-reset': '30' }).limits, [limit({ policy: 'fw', quota: 20, window: 60 * S, remaining: 4, reset: 30 * S })]);
+  assert.deepEqual(read({ ...policy, 'x-ratelimit-limit': '20', 'x-ratelimit-remaining': '4' }).limits, [limit({ policy: 'fw', quota: 20, window: 60 * S, remaining: 4 })]);
+  assert.deepEqual(read({ ...policy, 'x-ratelimit-remaining': '50' }).limits, [limit({ policy: 'fw', quota: 20, window: 60 * S, remaining: 20 })]);
 });
 
 test('fields split over several lines combine as one list', () => {
@@ -354,6 +395,9 @@ test('a one-value field sent twice alike (a gateway and its origin) reads as one
   assert.deepEqual(seen.limits, [limit({ policy: 'default', quota: 60, remaining: 0 })]);
   assert.equal(seen.retryAfter, 5 * S, 'an HTTP-date has a comma of its own');
   assert.equal(read({ 'retry-after': ['7', '7', '7'] }).retryAfter, 7 * S);
+  const age = new Headers([['Age', '3'], ['Age', '3'], ['Retry-After', '5']]);
+  assert.deepEqual([read(age).cached, read(age).retryAfter], [true, 2 * S], 'Age arrives as "3, 3"');
+  assert.equal(read({ 'x-ratelimit-limit': '5', 'x-ratelimit-resource': 'Monday' }).limits[0].policy, 'Monday', "a day's name with no date after it is itself");
 });
 
 test('differing copies of a one-value field are two limiters: the strictest readable copy holds', () => {
@@ -362,6 +406,8 @@ test('differing copies of a one-value field are two limiters: the strictest read
   assert.equal(read({ 'retry-after': ['Sat, 21 Nov 2026 13:00:05 GMT', '2'], date: DATE }).retryAfter, 5 * S, 'a date keeps its comma');
   assert.equal(read({ 'retry-after': ['2', 'Saturday, 21-Nov-26 13:00:09 GMT'], date: DATE }).retryAfter, 9 * S);
   assert.equal(read({ 'retry-after': ['zzz', 'later'] }).retryAfter, undefined);
+  assert.equal(read({ 'retry-after': ['Sat Nov 21 13:00:09 2026', '2'], date: DATE }).retryAfter, 9 * S, 'asctime has no comma to keep');
+  assert.equal(read({ 'retry-after': ['soon Mon', '7'] }).retryAfter, 7 * S, 'only a copy that is a day name takes the next');
   assert.deepEqual(read({ 'x-ratelimit-limit': ['60', '600'], 'x-ratelimit-remaining': ['50', '5'], 'x-ratelimit-reset': ['3', '40'] }).limits, [
     limit({ policy: 'default', quota: 60, remaining: 5, reset: 40 * S }),
   ]);
@@ -381,6 +427,7 @@ test('nothing to read: no headers, null, a cached response', () => {
   const cached = read({ age: '12', 'retry-after': '5', ratelimit: '"a";r=0;t=5' });
   assert.deepEqual(cached, { dialect: null, limits: [], cached: true, retryAfter: 0 }, 'its wait is over');
   assert.equal(read({ age: '0', ratelimit: '"a";r=0;t=5' }).limits.length, 1);
+  assert.deepEqual(read({ age: '3', ratelimit: '"a";r=0;t=5' }), { dialect: null, limits: [], cached: true }, 'no Retry-After to shorten');
 });
 
 test('a cached response keeps its Retry-After, less its time in the cache', () => {
@@ -389,6 +436,8 @@ test('a cached response keeps its Retry-After, less its time in the cache', () =
   assert.equal(read({ age: '2', date: DATE, 'retry-after': 'Sat, 21 Nov 2026 13:00:10 GMT' }).retryAfter, 8 * S);
   // Without a Date it is read against our clock, which the time in the cache does not concern.
   assert.equal(read({ age: '2', 'retry-after': 'Sat, 21 Nov 2026 13:00:10 GMT' }).retryAfter, 8 * S);
+  // So is a mix of copies with such a date: the cache's time is not taken off (the longer wait holds).
+  assert.equal(read({ age: '2', 'retry-after': ['5', 'Sat, 21 Nov 2026 13:00:10 GMT'] }).retryAfter, 8 * S);
   assert.equal(read({ age: 'soon', 'retry-after': '5', ratelimit: '"a";r=0;t=5' }).limits.length, 1, 'an unreadable Age is none');
   // Age is digits only (RFC 9111 §5.1): what Number() would also take is no Age either.
   for (const age of ['0.5', '0x10', '1e3', 'Infinity', '-1']) {
@@ -416,8 +465,28 @@ test('a malformed item is ignored and its siblings are kept', () => {
   }
   // w must be positive: a zero window is no window.
   assert.deepEqual(read({ 'ratelimit-policy': '"z";q=5;w=0' }).limits, [limit({ policy: 'z', quota: 5 })]);
-  // A service limit with neither r nor t, or a negative one, says nothing.
+  // A service limit with neither r nor t, or a negative one, says nothing; nor one without a name or with a bad pk.
   assert.deepEqual(read({ ratelimit: '"a", "b";r=-1, "c";t=2' }).limits, [limit({ policy: 'c', reset: 2 * S })]);
+  assert.deepEqual(read({ ratelimit: '12;r=1, (1 2);r=1, "pk";r=1;pk="abc", "ok";r=5' }).limits, [limit({ policy: 'ok', remaining: 5 })]);
+});
+
+test('draft-6 and draft-7: each field alone, and malformed policies', () => {
+  const cases = [
+    [{ 'ratelimit-limit': '100' }, [limit({ policy: 'default', quota: 100 })]],
+    [{ 'ratelimit-remaining': '5' }, [limit({ policy: 'default', remaining: 5 })]],
+    [{ 'ratelimit-reset': '30' }, [limit({ policy: 'default', reset: 30 * S })]],
+    [{ ratelimit: 'remaining=5' }, [limit({ policy: 'default', remaining: 5 })]],
+    [{ 'ratelimit-policy': '100;w=60', 'ratelimit-limit': '100', 'ratelimit-remaining': '5' }, [limit({ policy: 'w=60', quota: 100, window: 60 * S, remaining: 5 })]],
+    // Policies need an Integer quota and a positive Integer window.
+    [{ 'ratelimit-policy': '1.5;w=60, -1;w=60, "x";w=60, 100, 100;w=0, 100;w=-5, 100;w=1.5, 50;w=60' }, [limit({ policy: 'w=60', quota: 50, window: 60 * S })]],
+    // The expiring limit's own window: only an Integer limit with a positive one makes a policy.
+    [{ 'ratelimit-limit': '1.5;w=60', 'ratelimit-remaining': '5' }, [limit({ policy: 'default', remaining: 5 })]],
+    [{ 'ratelimit-limit': '10;w=0', 'ratelimit-remaining': '5' }, [limit({ policy: 'default', quota: 10, remaining: 5 })]],
+    [{ 'ratelimit-policy': '10;w=1', 'ratelimit-limit': '100;w=60', 'ratelimit-remaining': '5' }, [limit({ policy: 'w=1', quota: 10, window: 1 * S }), limit({ policy: 'w=60', quota: 100, window: 60 * S, remaining: 5 })]],
+    // A policy of that quota elsewhere is the expiring limit: the window given beside it makes no second one.
+    [{ 'ratelimit-policy': '100;w=3600', 'ratelimit-limit': '100;w=60', 'ratelimit-remaining': '5' }, [limit({ policy: 'w=3600', quota: 100, window: 3600 * S, remaining: 5 })]],
+  ];
+  for (const [headers, limits] of cases) assert.deepEqual(read(headers).limits, limits, JSON.stringify(headers));
 });
 
 test('a field that is not a structured field is ignored whole, never thrown', () => {
@@ -483,6 +552,21 @@ test('hostile sizes: long fields are skipped unread, item counts and names are c
   assert.deepEqual(read({ 'ratelimit-policy': longName }).limits.map((l) => l.policy), ['short']);
   // Retry-After as well: a 9,000-digit delay is not read as a day.
   assert.equal(read({ 'retry-after': '9'.repeat(BOUNDS.maxFieldLength + 1) }).retryAfter, undefined);
+  // Each bound itself is within: a field of maxFieldLength, names and units of maxNameLength.
+  assert.equal(read({ 'retry-after': `${'0'.repeat(BOUNDS.maxFieldLength - 1)}5` }).retryAfter, 5 * S);
+  const [name, longer] = ['n'.repeat(BOUNDS.maxNameLength), 'n'.repeat(BOUNDS.maxNameLength + 1)];
+  assert.deepEqual(read({ 'ratelimit-policy': `"${name}";q=1` }).limits.map((l) => l.policy), [name]);
+  assert.deepEqual(read({ 'ratelimit-policy': `"a";q=1;qu="${name}", "b";q=1;qu="${longer}"` }).limits.map((l) => [l.policy, l.unit]), [['a', name]]);
+  assert.equal(read({ 'x-ratelimit-limit': '5', 'x-ratelimit-resource': name }).limits[0].policy, name);
+  assert.equal(read({ 'x-ratelimit-limit': '5', 'x-ratelimit-resource': longer }).limits[0].policy, 'default');
+});
+
+test('a reset number is delta seconds below 1e9, epoch seconds from it, epoch milliseconds from 1e12', () => {
+  const reset = (value) => read({ date: DATE, 'x-ratelimit-reset': value }).limits[0].reset;
+  assert.equal(reset('999999999'), BOUNDS.maxWait, '31 years from now');
+  assert.equal(reset('1000000000'), 0, '2001-09-09');
+  assert.equal(reset('999999999999'), BOUNDS.maxWait, 'the year 33658');
+  assert.equal(reset('1000000000000'), 0, '2001-09-09');
 });
 
 test('names that are JavaScript specials are only names', () => {
@@ -496,6 +580,7 @@ test('duplicate items: the first policy wins, service limits of one name give th
   assert.deepEqual(seen.limits, [limit({ policy: 'a', quota: 10, window: 1 * S, remaining: 3 })]);
   const stacked = read({ 'ratelimit-policy': '"a";q=100;w=60', ratelimit: '"a";r=50;t=5, "a";r=0;t=30, "a";t=40' });
   assert.deepEqual(stacked.limits, [limit({ policy: 'a', quota: 100, window: 60 * S, remaining: 0, reset: 40 * S })]);
+  assert.equal(read({ 'ratelimit-policy': '"a";q=100;w=60', ratelimit: '"a";t=30, "a";t=5' }).limits[0].reset, 30 * S, 't alone, twice');
   const unlisted = read({ ratelimit: '"b";r=0;t=30, "b";r=50;t=5' });
   assert.deepEqual(unlisted.limits, [limit({ policy: 'b', remaining: 0, reset: 30 * S })]);
   assert.equal(read({ 'ratelimit-policy': '"a";q=10;q=20' }).limits[0].quota, 20);
@@ -516,6 +601,12 @@ test('partition keys keep policies of the same name apart', () => {
   assert.deepEqual(seen.limits, [
     limit({ policy: 'user', partitionKey: 'YQ==', quota: 10, window: 1 * S }),
     limit({ policy: 'user', partitionKey: 'Yg==', quota: 10, window: 1 * S, remaining: 4 }),
+  ]);
+  // A service limit of another name, or of another key, is a limit of its own.
+  assert.deepEqual(read({ 'ratelimit-policy': '"user";q=10;w=1;pk=:YQ==:', ratelimit: '"user";r=4;pk=:Yg==:, "other";r=1' }).limits, [
+    limit({ policy: 'user', partitionKey: 'YQ==', quota: 10, window: 1 * S }),
+    limit({ policy: 'user', partitionKey: 'Yg==', remaining: 4 }),
+    limit({ policy: 'other', remaining: 1 }),
   ]);
   // An item with a partition key joins the policy with that key before one with none.
   const mixed = read({ 'ratelimit-policy': '"a";q=10;w=60, "a";q=1000;w=60;pk=:eA==:', ratelimit: '"a";r=999;t=60;pk=:eA==:' });
@@ -591,6 +682,7 @@ test('random fields (a seeded fuzz of every dialect): never thrown, every number
 test('complete: only a draft-10 RateLimit-Policy lists every policy that applies', () => {
   assert.equal(read({ 'ratelimit-policy': '"a";q=10;w=1', ratelimit: '"a";r=5' }).complete, true);
   assert.equal(read({ ratelimit: '"a";r=5' }).complete, undefined, 'RateLimit names only the policies of this request');
+  assert.equal(read({ 'ratelimit-policy': '"a";q=10;w=1', ratelimit: '"b";r=5' }).complete, true, 'a RateLimit item beside the list');
   assert.equal(read({ 'ratelimit-policy': '"a";w=1' }).complete, undefined, 'an item without q is no policy');
   assert.equal(read({ 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '5' }).complete, undefined);
   assert.equal(read({ 'ratelimit-policy': '100;w=60', 'ratelimit-limit': '100', 'ratelimit-remaining': '5' }).complete, undefined, 'draft-06');
