@@ -2,7 +2,7 @@
 // Object binding, so every call to a bucket fails for real and each policy's failure mode decides.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { start, post, admin, greedy } from './harness.mjs';
+import { start, post, admin, greedy, origin } from './harness.mjs';
 
 const POLICIES = {
   open: { failure: 'open', bandwidths: [greedy('b', 2, 2, '1h')] },
@@ -92,6 +92,7 @@ export class Stalled extends DurableObject {
 export default { fetch: () => new Response(null, { status: 404 }) };`;
 
 test('a policy timeout lets the failure mode decide when the object is slow', async () => {
+  const o = await origin();
   const slow = await start({
     vars: {
       POLICIES: {
@@ -99,6 +100,8 @@ test('a policy timeout lets the failure mode decide when the object is slow', as
         strict: { failure: 'closed', timeout: 100, bandwidths: [greedy('b', 2, 2, '1h')] },
         patient: { failure: 'open', bandwidths: [greedy('b', 2, 2, '1h')] },
       },
+      ROUTES: [{ pattern: '/api', policy: 'quick', key: { source: 'constant', value: 'all' } }],
+      ORIGIN: o.url,
     },
     durableObjects: { BUCKETS: { className: 'Stalled', scriptName: 'stalled' } },
     neighbours: [{ name: 'stalled', modules: true, script: STALLED, durableObjects: { STALLED: 'Stalled' } }],
@@ -124,9 +127,16 @@ test('a policy timeout lets the failure mode decide when the object is slow', as
     assert.equal(patient.r.headers.get('edgebucket-fallback'), 'open');
     assert.match((await slow.logged((l) => l.policy === 'patient')).at(-1).error, /stalled object gave up/);
 
+    const started = Date.now();
+    const forwarded = await slow.call('/api');
+    assert.ok(Date.now() - started < 1000, 'a gateway route times out too');
+    assert.deepEqual([forwarded.status, forwarded.headers.get('x-origin'), forwarded.headers.get('edgebucket-fallback')], [200, 'yes', 'open']);
+    await forwarded.text();
+
     const policies = await (await slow.call('/v1/policies', admin())).json();
     assert.deepEqual([policies.quick.timeoutMs, policies.strict.timeoutMs, policies.patient.timeoutMs], [100, 100, null]);
   } finally {
     await slow.stop();
+    await o.close();
   }
 });
