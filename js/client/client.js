@@ -8,6 +8,7 @@ import { RequestQueue } from './queue.js';
 import { canShare, sharedPacer } from './tabs.js';
 import { after } from '../timers.js';
 import { clientOptions, requestOptions } from './options.js';
+import { report } from './report.js';
 
 const engine = { Bucket, BucketConfiguration, TokensInheritanceStrategy };
 
@@ -48,7 +49,8 @@ export function createClient(options) {
       try {
         hook(event);
       } catch (error) {
-        report(error);
+        // The hook's bug: surfaced, without failing the request it observed.
+        report(error, 'a hook threw');
       }
     }
   };
@@ -355,11 +357,4 @@ function givenHeader(init, name) {
   } catch {
     return null; // the Request accepted these headers; a failure here only loses the hint
   }
-}
-
-// A hook's error is the hook's bug: surface it without failing the request it observed, and
-// without crashing a server (an error thrown from a timer would end a Node process).
-function report(error) {
-  if (typeof globalThis.reportError === 'function') globalThis.reportError(error);
-  else console.error('edgebucket/client: a hook threw', error);
 }

@@ -38,6 +38,8 @@
 // heartbeat keeps the process alive (a waiting request's own timer does, and for up to
 // ANSWER_WITHIN after close, the wait for answers to questions already asked).
 
+import { report } from './report.js';
+
 const ANSWER_WITHIN = 250;
 const ASK_AGAIN = 50;
 /** Messages only a leader sends. */
@@ -135,11 +137,14 @@ export function sharedPacer(name, makePacer) {
       } catch (error) {
         // One it cannot read (another version's, a bug): thrown from a channel's listener, it
         // would end a Node process.
-        report(error);
+        report(error, 'a message from another tab could not be handled');
       }
       return;
     }
-    if (LEADER_MESSAGES.has(data.type)) [unansweredSince, heardLeader] = [null, true];
+    if (LEADER_MESSAGES.has(data.type)) {
+      unansweredSince = null;
+      heardLeader = true;
+    }
     // A grant it cannot read leaves its question to time out: settled with it, the queue would
     // throw, or wait for good.
     if (data.type === 'grant' && data.to === me && isGrant(data.grant)) {
@@ -375,12 +380,6 @@ class Succession {
 function isGrant(grant) {
   if (grant === null || typeof grant !== 'object') return false;
   return grant.ok === true ? typeof grant.ticket?.id === 'string' : grant.ok === false && typeof grant.wait === 'number';
-}
-
-/** Surfaces an error no caller can catch, without ending a Node process. */
-function report(error) {
-  if (typeof globalThis.reportError === 'function') globalThis.reportError(error);
-  else console.error('edgebucket/client: a message from another tab could not be handled', error);
 }
 
 /** A message's leader epoch, or undefined when it has none (an older version sent it). */
