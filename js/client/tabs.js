@@ -302,7 +302,8 @@ export function sharedPacer(name, makePacer) {
 
 /**
  * A new leader's pacer, from its predecessor's `state`. A state it cannot read (another version
- * of the package on this channel may send another shape) is as none: it starts empty and probes.
+ * of the package on this channel may send another shape) is as none, and reported: it starts
+ * empty and probes.
  * Thrown from the lock's callback, it left a leader that never announced itself nor woke its
  * waiting requests, while the lock went on to the next in line (a second leader), or in Node 24
  * stayed held for good.
@@ -312,7 +313,8 @@ function adopted(makePacer, state, spent) {
   try {
     pacer.adopt(state, { spent });
     return pacer;
-  } catch {
+  } catch (error) {
+    report(error, "a predecessor's state could not be adopted; starting empty");
     return makePacer();
   }
 }

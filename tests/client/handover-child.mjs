@@ -75,6 +75,11 @@ async function handover(final, later = null) {
  */
 async function unreadable() {
   const name = `unreadable-${process.pid}`;
+  const original = console.error;
+  let reported = 0;
+  console.error = () => {
+    reported += 1;
+  };
   const stepDown = await holdLeaderLock(name);
   const next = sharedPacer(name, makePacer);
   const channel = new BroadcastChannel(`edgebucket:${name}`);
@@ -97,7 +102,8 @@ async function unreadable() {
   await sleep(50);
   next.close();
   channel.close();
-  return { probe: probe.ok, held: held.reason, woken, announced: heard.includes('leader') };
+  console.error = original;
+  return { probe: probe.ok, held: held.reason, woken, announced: heard.includes('leader'), reported };
 }
 
 /**
