@@ -25,6 +25,7 @@ const ROUTES = [
   { pattern: '/guarded', methods: ['POST', 'OPTIONS'], policy: 'per_user', key: { source: 'constant', value: 'guarded' } },
   { pattern: '/reads', methods: ['GET'], policy: 'per_user', key: { source: 'constant', value: 'reads' } },
   { pattern: '/status/*', policy: 'writes', key: { source: 'constant', value: 'status' } },
+  { pattern: '/cached', policy: 'writes', key: { source: 'constant', value: 'cached' } },
   { pattern: '/draft7', policy: 'per_user', key: { source: 'constant', value: 'draft7' } },
   { pattern: '/signin', methods: ['POST'], policy: 'per_user', key: { source: 'constant', value: 'signin' }, caseInsensitive: true },
 ];
@@ -330,6 +331,18 @@ test("an origin status that no response can carry is a 502, not a crash; the ori
   assert.equal(ok.headers.get('access-control-expose-headers').match(/ratelimit,/gi).length, 1, 'listed once');
   assert.equal(ok.headers.get('ratelimit-policy'), '"origin";q=100;w=60, "burst";q=2;w=3600, "daily";q=50;w=86400');
   assert.match(ok.headers.get('ratelimit'), /^"origin";r=7;t=0, "burst";r=0;t=\d+, "daily";r=48;t=0$/);
+});
+
+test("an origin's 304 to a conditional request passes with its validator and the rate-limit headers", async () => {
+  for (const method of ['GET', 'HEAD']) {
+    const r = await w.call('/cached', { method, headers: { 'if-none-match': '"v1"' } });
+    assert.equal(r.status, 304, method);
+    assert.equal(r.headers.get('etag'), '"v1"');
+    assert.equal(await r.text(), '');
+    assert.match(r.headers.get('ratelimit'), method === 'GET' ? /^"burst";r=1;t=0, / : /^"burst";r=0;t=\d+, /);
+  }
+  const sent = o.requests.filter((q) => q.url === '/cached');
+  assert.deepEqual(sent.map((q) => [q.method, q.headers['if-none-match']]), [['GET', '"v1"'], ['HEAD', '"v1"']], 'the condition reaches the origin');
 });
 
 test("an origin's 101 to a request that asked for no upgrade is a 502, not a bare 500", async () => {
