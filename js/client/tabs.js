@@ -176,7 +176,11 @@ export function sharedPacer(name, makePacer) {
 
   /** A leader's answer to a message of another context. */
   function answer(data) {
-    if (data.type === 'acquire') post({ type: 'grant', to: data.from, id: data.id, grant: leader.acquire(data.demand) });
+    if (data.type === 'acquire') {
+      // Without a scope and an origin the leader would grant a scope named "undefined".
+      if (!isDemand(data.demand)) throw new TypeError('an acquire without a demand it can read');
+      post({ type: 'grant', to: data.from, id: data.id, grant: leader.acquire(data.demand) });
+    }
     else if (data.type === 'observe') leader.observe(data.ticket, data.status, data.observation);
     else if (data.type === 'release') leader.release(data.ticket);
     else if (data.type === 'refund') leader.refund(data.ticket);
@@ -382,6 +386,13 @@ class Succession {
 function isGrant(grant) {
   if (grant === null || typeof grant !== 'object') return false;
   return grant.ok === true ? typeof grant.ticket?.id === 'string' : grant.ok === false && typeof grant.wait === 'number';
+}
+
+/** Whether `demand` reads as a Demand (pacer.js). */
+function isDemand(demand) {
+  if (demand === null || typeof demand !== 'object') return false;
+  const { scope, origin, cost, bytes } = demand;
+  return typeof scope === 'string' && typeof origin === 'string' && Number.isFinite(cost) && Number.isFinite(bytes);
 }
 
 /** A message's leader epoch, or undefined when it has none (an older version sent it). */

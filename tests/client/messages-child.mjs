@@ -28,7 +28,7 @@ async function leaderSide() {
   other.onmessage = ({ data }) => {
     if (data.type === 'grant') grants.push(data.id);
   };
-  const unreadable = [{ type: 'acquire', from: 'x', id: 1 }, { type: 'observe' }, { type: 'observe', ticket: { id: 'x.1' } }, { type: 'release' }, { type: 'refund', ticket: null }];
+  const unreadable = [{ type: 'acquire', from: 'x', id: 1 }, { type: 'acquire', from: 'x', id: 3, demand: {} }, { type: 'acquire', from: 'x', id: 4, demand: { ...demand, cost: '1' } }, { type: 'observe' }, { type: 'observe', ticket: { id: 'x.1' } }, { type: 'release' }, { type: 'refund', ticket: null }];
   for (const message of unreadable) other.postMessage(message);
   other.postMessage({ type: 'acquire', from: 'x', id: 2, demand });
   await sleep(100);
