@@ -55,7 +55,7 @@ worker-test: worker-build worker-lint
 	cargo test --features worker --lib worker::
 	node --test tests/worker/*.test.mjs
 
-## Load benchmark of the local worker (autocannon): decisions/s, p50/p99, 1 key and 10k keys.
+## Load benchmark of the local worker (autocannon): decisions/s, p50/p99, 1 key and 10k keys (fewer if ulimit -Hn is too low).
 bench-worker: worker-build
 	node benches/worker_load.mjs
 
