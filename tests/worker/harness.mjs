@@ -19,12 +19,15 @@ export const ADMIN = 'test-admin-token';
 export const SERVICE = 'test-service-key';
 
 /** Options for Miniflare: wrangler.toml's Durable Objects and dates; its [vars] only when
- * `tomlVars` is set, else just `vars` (and the admin and service tokens). */
-function options({ vars = {}, tomlVars = false, persist, port = 0, durableObjects = fromToml.durableObjects }) {
+ * `tomlVars` is set, else just `vars` (and the admin and service tokens). `script`: another
+ * entry module than build/entry.js (wrangler's bundle of it). */
+function options({ vars = {}, tomlVars = false, persist, port = 0, durableObjects = fromToml.durableObjects, script }) {
   return {
     name: 'edgebucket',
     modules: true,
-    scriptPath: path.join(root, 'build/entry.js'),
+    scriptPath: script ?? path.join(root, 'build/entry.js'),
+    // Module names are paths below this directory, which must hold the script.
+    modulesRoot: script ? path.dirname(script) : undefined,
     modulesRules: [
       { type: 'ESModule', include: ['**/*.js'] },
       { type: 'CompiledWasm', include: ['**/*.wasm'] },
@@ -64,7 +67,12 @@ export async function start(config = {}) {
       readline.createInterface({ input: stderr }).on('line', (line) => errors.push(line));
     },
   });
-  const url = await mf.ready;
+  // A runtime that fails to start is disposed of: left running, its handles keep the test
+  // process alive after the failure, until CI's time limit.
+  const url = await mf.ready.catch(async (error) => {
+    await mf.dispose().catch(() => {});
+    throw new Error(`${error.message}\n${errors.join('\n')}`, { cause: error });
+  });
   return {
     mf,
     url,
