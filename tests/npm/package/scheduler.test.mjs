@@ -524,6 +524,30 @@ test('a wait reserved after a reset ends at its own time, though earlier waits e
   assert.deepEqual(order, ['large']);
 });
 
+test('on a real clock, early waits due together are served in order when the first one\'s timer is late', async (t) => {
+  // Two waits reserved after a reset, due at the same time, both before the wait ahead of them:
+  // the first one's timer fires 20 ms late (a busy event loop), so the second one's fires first,
+  // and must wait for it (#release holds a wait behind one due no later).
+  const realSetTimeout = globalThis.setTimeout;
+  t.after(() => {
+    globalThis.setTimeout = realSetTimeout;
+  });
+  const bucket = Bucket.builder().addLimit((l) => l.capacity(10).refillGreedy(200, '1s')).build();
+  const scheduler = bucket.asScheduler();
+  bucket.tryConsume(10);
+  const order = [];
+  const large = scheduler.consume(10).then(() => order.push('large')); // due at 50 ms
+  bucket.reset();
+  let calls = 0;
+  globalThis.setTimeout = (callback, ms, ...rest) => realSetTimeout(callback, ++calls === 1 ? ms + 20 : ms, ...rest);
+  const first = scheduler.consume(12).then(() => order.push('first')); // 10 now, 2 in 10 ms: its timer fires at 30 ms
+  bucket.addTokens(1);
+  const second = scheduler.consume(1).then(() => order.push('second')); // due with the first (or a ms after), at 10 ms
+  globalThis.setTimeout = realSetTimeout;
+  await Promise.all([large, first, second]);
+  assert.deepEqual(order, ['first', 'second', 'large'], 'the second did not overtake the first');
+});
+
 test('a time meter that fails while an abort moves waits up leaves them as they were', async (t) => {
   t.mock.timers.enable({ apis: ['setTimeout'] });
   const clock = { t: 0 };
