@@ -613,6 +613,44 @@ test('available tokens resolve at once, without a timer', async (t) => {
   assert.equal(listener.consumed, 10);
 });
 
+test('on a built-in clock, a request with no wait resolves on a bucket that never had a wait', async () => {
+  // Found by mutation testing: the look for late waits assumed a queue whenever the clock was real.
+  for (const precise of [false, true]) {
+    const builder = Bucket.builder().addLimit((l) => l.capacity(10).refillGreedy(10, '1s'));
+    const bucket = (precise ? builder.withNanosecondPrecision() : builder).build();
+    await bucket.asScheduler().consume(3);
+    assert.equal(await bucket.asScheduler().tryConsume(7, '1s'), true);
+    assert.equal(bucket.tryConsume(1), false, 'all 10 consumed');
+  }
+});
+
+test('listeners without every method, or no listener, are fine for each outcome', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const plain = Bucket.builder().addLimit((l) => l.capacity(10).refillGreedy(10, '1s')).withCustomTimeMeter(() => 0).build();
+  plain.tryConsume(10);
+  assert.equal(await plain.asScheduler().tryConsume(5, '100ms'), false, 'no listener: rejected without calling one');
+  // A listener with only onConsumed: delayed, rejected and aborted waits call nothing missing.
+  const consumed = [];
+  const partial = plain.toListenable({ onConsumed: (n) => consumed.push(n) }).asScheduler();
+  assert.equal(await partial.tryConsume(5, '100ms'), false);
+  const controller = new AbortController();
+  const aborted = partial.consume(1, { signal: controller.signal });
+  controller.abort();
+  await assert.rejects(aborted, { name: 'AbortError' });
+  const waiting = partial.consume(1);
+  t.mock.timers.tick(100);
+  await waiting;
+  assert.deepEqual(consumed, [1]);
+});
+
+test('consume rejects with RESERVATION_OVERFLOW, consuming nothing, when the wait would be unbounded', async (t) => {
+  const { bucket, scheduler, listener } = scenario(t);
+  bucket.tryConsume(10);
+  await assert.rejects(scheduler.consume(2n ** 62n), { name: 'EdgeBucketError', code: 'RESERVATION_OVERFLOW', message: /^4611686018427387904 tokens cannot be reserved/ });
+  assert.equal(bucket.getAvailableTokens(), 0);
+  assert.deepEqual([listener.consumed, listener.delayedNanos], [10, 0], 'neither consumed nor delayed');
+});
+
 test('tryConsume(n, maxWait) is false at once, consuming nothing, when the wait is too long', async (t) => {
   const { bucket, scheduler, advance, listener } = scenario(t);
   bucket.tryConsume(10);
