@@ -217,3 +217,23 @@ test('a configuration is read as serde reads it: fields by name, inherited ones 
     assert.throws(() => BucketConfiguration.fromJSON(json), { code: 'INVALID_CONFIGURATION', message: /unknown field `(toString|constructor|valueOf|__proto__)`/ });
   }
 });
+
+test('equals is false for anything but a configuration, primitives and null included, without throwing', () => {
+  // Found by mutation testing: the brand check (`#raw in value`) throws a TypeError on a primitive.
+  const config = BucketConfiguration.builder().addLimit((l) => l.capacity(1).refillGreedy(1, '1s')).build();
+  for (const other of [null, undefined, 1, 'x', true, 1n, Symbol('x')]) assert.equal(config.equals(other), false, String(other));
+  assert.equal(config.equals(BucketConfiguration.fromJSON(config.toJSON())), true);
+});
+
+test('a missing bandwidth or refill is a shape error from the schema, not a TypeError read in JS', () => {
+  const cases = [
+    [undefined, 'expected struct ConfigurationSpec'],
+    [{ bandwidths: [null] }, 'expected struct BandwidthSpec'],
+    [{ bandwidths: [{ capacity: 1, refill: null }] }, 'expected struct RefillSpec'],
+  ];
+  for (const [spec, expected] of cases) {
+    assert.throws(() => BucketConfiguration.fromJSON(spec), { code: 'INVALID_CONFIGURATION', message: `invalid configuration: invalid type: unit value, ${expected}` });
+  }
+  assert.throws(() => BucketConfiguration.builder().addLimit(null), { code: 'INVALID_ARGUMENT', message: /got null$/ });
+  assert.throws(() => BucketConfiguration.builder().addLimit(() => null), { code: 'INVALID_ARGUMENT', message: /got null$/ });
+});
