@@ -37,7 +37,7 @@ demo: worker-build package
 
 ## `make demo` as a test: it exits 0 only if every step went as it says, and stops wrangler.
 demo-test: worker-build package
-	node --test tests/demo/*.test.mjs
+	node --test --test-timeout=300000 tests/demo/*.test.mjs
 
 ## The Cloudflare Worker (src/worker/): build with worker-build into build/.
 worker-build: setup
@@ -53,7 +53,7 @@ worker-lint: setup
 worker-test: worker-build worker-lint
 	scripts/tools.sh node24
 	cargo test --features worker --lib worker::
-	node --test tests/worker/*.test.mjs
+	node --test --test-timeout=300000 tests/worker/*.test.mjs
 
 ## Load benchmark of the local worker (autocannon): decisions/s, p50/p99, 1 key and 10k keys (fewer if ulimit -Hn is too low).
 bench-worker: worker-build

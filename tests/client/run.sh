@@ -23,5 +23,5 @@ if [ "$mode" = bench ]; then
   node "$scratch/client/bench.mjs"
 else
   # One file at a time: the timing runs must not share two cores with Chromium.
-  node --test --test-reporter=spec --test-concurrency=1 "$scratch"/client/*.test.mjs
+  node --test --test-timeout=300000 --test-reporter=spec --test-concurrency=1 "$scratch"/client/*.test.mjs
 fi

@@ -12,4 +12,4 @@ trap 'rm -rf "$scratch"' EXIT
 mkdir "$scratch/test"
 cp tests/npm/package/* "$scratch/test/"
 # Files, not directories: Node 21 and later read node --test arguments as globs.
-EDGEBUCKET_SCRATCH="$scratch" node --test --test-reporter=spec "$scratch"/test/*.test.{mjs,cjs} tests/npm/platforms/*.test.mjs
+EDGEBUCKET_SCRATCH="$scratch" node --test --test-timeout=300000 --test-reporter=spec "$scratch"/test/*.test.{mjs,cjs} tests/npm/platforms/*.test.mjs
