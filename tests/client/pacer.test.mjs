@@ -1015,3 +1015,129 @@ test("a scope waiting on the 429 learner's slowest rate is not idle: the rate is
   }
   assert.equal(learnedRate(), 1 / 60, 'still the slowest rate after 40 silent 429s');
 });
+
+// ---- the 429 learner on its own (learner.js), with the package's Bucket on a manual clock ----
+
+const { Learner } = await source('learner.js');
+
+function learnerSetup() {
+  const clock = { t: 0 };
+  const makeBucket = (configuration, previous) => {
+    const parsed = engine.BucketConfiguration.fromJSON(configuration);
+    if (previous) {
+      previous.replaceConfiguration(parsed, engine.TokensInheritanceStrategy.AS_IS);
+      return previous;
+    }
+    return engine.Bucket.builder().withConfiguration(parsed).withCustomTimeMeter(() => clock.t * 1e6).build();
+  };
+  return { clock, learner: new Learner(makeBucket) };
+}
+
+test("a first rate is measured over the last 10 s, from the first success among them, and needs two of them", () => {
+  const cases = [
+    // successes, the 429's time, the rate learned
+    [[0, 11_000, 19_000, 20_000], 21_000, 0.9], // 0 and 11 000 (exactly 10 s before) are out: 2 in 2 s
+    [[0, 12_000, 20_000], 21_000, 0.9 * 2 * 1000 / 9000], // 12 000 is in: timed from it
+    [[20_000], 21_000, 1], // one success times nothing: the first guess
+    [[], 1000, 1],
+  ];
+  for (const [successes, at, rate] of cases) {
+    const { learner } = learnerSetup();
+    for (const t of successes) learner.success(t);
+    assert.equal(learner.rejected(at), 0, 'no backoff for a first 429');
+    assert.ok(Math.abs(learner.rate - rate) < 1e-12, `${successes}: ${learner.rate}, not ${rate}`);
+  }
+});
+
+test('the learner remembers the last 256 successes: a faster burst is measured over those', () => {
+  // 300 successes a millisecond apart, then a 429 a second after the first: 256 in the second.
+  const { learner } = learnerSetup();
+  for (let t = 0; t < 300; t++) learner.success(t);
+  learner.rejected(1000);
+  assert.ok(Math.abs(learner.rate - 0.9 * 256) < 1e-9, String(learner.rate));
+});
+
+test('consecutive 429s back off 0.5 s, doubling, 30 s at most; a success starts them again', () => {
+  const { learner } = learnerSetup();
+  const backoffs = [];
+  for (let i = 1; i <= 9; i++) backoffs.push(learner.rejected(i * 1000));
+  assert.deepEqual(backoffs, [0, 500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000]);
+  learner.success(10_000);
+  assert.deepEqual([learner.rejected(11_000), learner.rejected(12_000)], [0, 500]);
+});
+
+test('a 429 to a request granted at the moment the last counted 429 came back is of the same burst', () => {
+  const { learner } = learnerSetup();
+  learner.rejected(1000);
+  assert.equal(learner.rejected(1500, 1000), 0, 'granted at 1000: the same event');
+  assert.equal(learner.rate, 1, 'not cut');
+  assert.equal(learner.rejected(2000, 1001), 500, 'granted after it: another event, backing off');
+  assert.equal(learner.rate, 0.75);
+});
+
+test("a refund gives a token back to a grant made after the bucket was last emptied, not at that moment", () => {
+  const { learner, clock } = learnerSetup();
+  clock.t = 1000;
+  learner.rejected(1000);
+  assert.equal(learner.level, 0);
+  learner.refund(learner.bucket, 1000);
+  assert.equal(learner.level, 0, 'granted as the 429 came back: before it, for all it knew');
+  learner.refund(learner.bucket, 1001);
+  assert.equal(learner.level, 1);
+  // An adopted rate was never emptied here: a grant since gets its token back.
+  const adopted = learnerSetup();
+  adopted.learner.adopt(2);
+  adopted.learner.refund(adopted.learner.bucket, 0);
+  assert.equal(adopted.learner.level, 1);
+});
+
+test('adopt takes a positive number as the rate and a positive level, rounded down; anything else as none', () => {
+  const cases = [
+    // rate, options, [rate, level] after
+    [0, undefined, [undefined, undefined]],
+    [-1, undefined, [undefined, undefined]],
+    ['2', undefined, [undefined, undefined]],
+    [NaN, undefined, [undefined, undefined]],
+    [null, undefined, [undefined, undefined]],
+    [2, undefined, [2, 0]],
+    [2, { level: 1 }, [2, 1]],
+    [2, { level: 1.7 }, [2, 1]],
+    [2, { level: -3 }, [2, 0]], // a debt counts as empty
+    [2, { level: 2, empty: true }, [2, 0]],
+  ];
+  for (const [rate, options, expected] of cases) {
+    const { learner } = learnerSetup();
+    learner.adopt(rate, options);
+    assert.deepEqual([learner.rate, learner.level], expected, `adopt(${rate}, ${JSON.stringify(options)})`);
+  }
+});
+
+test('an adopted rate grows from its first success on, while requests use at least half of it', () => {
+  const cases = [
+    // adopted rate, successes, rate after
+    [2, [0, 1000], 2 * 1.05], // exactly half in use: grows
+    [2, [0, 2000], 2], // a quarter: does not
+    [10, [0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000], 10 * 1.05],
+  ];
+  for (const [adopted, successes, rate] of cases) {
+    const { learner } = learnerSetup();
+    learner.adopt(adopted);
+    for (const t of successes) learner.success(t);
+    assert.ok(Math.abs(learner.rate - rate) < 1e-9, `${adopted} with ${successes}: ${learner.rate}, not ${rate}`);
+  }
+  // Successes before the adoption do not make its first step: growth counts from then.
+  const { learner } = learnerSetup();
+  for (let t = 0; t < 256; t++) learner.success(t);
+  learner.adopt(1);
+  learner.success(256);
+  assert.equal(learner.rate, 1);
+});
+
+test('a rate faster than the successes remembered is measured over those remembered', () => {
+  // 600 a second adopted, then a success every millisecond: 256 remembered over 255 ms, 1004 a
+  // second, more than half of 600.
+  const { learner } = learnerSetup();
+  learner.adopt(600);
+  for (let t = 0; t <= 1000; t++) learner.success(t);
+  assert.ok(Math.abs(learner.rate - 630) < 1e-9, String(learner.rate));
+});
