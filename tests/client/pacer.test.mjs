@@ -542,7 +542,8 @@ test('a cached response teaches nothing, but its Retry-After is obeyed', () => {
 });
 
 test('a rate learned from Retry-After 429s gives way to the rate the headers tell; one from a silent 429 does not', () => {
-  for (const refusal of [{ 'retry-after': '1' }, {}]) {
+  // A zero Retry-After names no wait: such a 429 is as silent as one without.
+  for (const refusal of [{ 'retry-after': '1' }, {}, { 'retry-after': '0' }]) {
     const { pacer, clock } = setup();
     // Another process spent the quota: the probe itself meets the 429, before any success.
     learn(pacer, refusal, 429);
@@ -550,7 +551,7 @@ test('a rate learned from Retry-After 429s gives way to the rate the headers tel
     clock.t += 1000;
     learn(pacer, { 'ratelimit-policy': '"p";q=50;w=1', ratelimit: '"p";r=49;t=0' });
     const learned = pacer.snapshot().scopes[0].learnedRate;
-    if (refusal['retry-after']) {
+    if (refusal['retry-after'] > 0) {
       assert.equal(learned, undefined, 'the headers pace the scope now');
       assert.equal(drain(pacer, demand(), 100).tickets.length, 49, 'at the rate the server told');
     } else {
@@ -984,6 +985,7 @@ test('a limit that turns into a concurrency cap drops its rate bucket', () => {
     pacer.observe(first, 200, seen({ 'ratelimit-policy': '"a";q=2;w=60', ratelimit: '"a";r=0;t=60' }));
     // Charged against the cap as its capacity, the old bucket took a debt of the cap, or threw.
     pacer.observe(second, 200, seen({ 'ratelimit-policy': `"a";q=${cap};qu="concurrent-requests"` }));
+    assert.equal(available(pacer, 'a'), undefined, `cap ${cap}: no bucket`);
     clock.t += 60_000;
     learn(pacer, { 'ratelimit-policy': '"a";q=2;w=60' });
     const grant = pacer.acquire(demand());
@@ -1140,4 +1142,298 @@ test('a rate faster than the successes remembered is measured over those remembe
   learner.adopt(600);
   for (let t = 0; t <= 1000; t++) learner.success(t);
   assert.ok(Math.abs(learner.rate - 630) < 1e-9, String(learner.rate));
+});
+
+// ---- gaps found by mutation testing of pacer.js ----
+
+test('without probe, requests go to an unknown server at once', () => {
+  const { pacer } = setup({ probe: false });
+  assert.equal(drain(pacer, demand(), 5).tickets.length, 5);
+});
+
+test('a refunded probe lets the next request probe; an unsubscribed listener is not called', () => {
+  const { pacer } = setup();
+  let woken = 0;
+  const unsubscribe = pacer.onChange(() => woken++);
+  pacer.refund(pacer.acquire(demand()).ticket);
+  assert.equal(woken, 1);
+  unsubscribe();
+  const probe = pacer.acquire(demand());
+  assert.equal(probe.ok, true, 'the refunded probe holds nothing');
+  pacer.observe(probe.ticket, 200, seen({}));
+  assert.equal(woken, 1);
+});
+
+test('answers, releases and refunds of expired tickets are taken without them: nothing throws', () => {
+  const headers = { 'ratelimit-policy': '"b";q=10;w=60', ratelimit: '"b";r=9' };
+  const answered = (status, headers) => (pacer, ticket) => pacer.observe(ticket, status, seen(headers));
+  const cases = {
+    'an answer with r and t': [answered(200, { ratelimit: '"b";r=3;t=30' }), (pacer) => {
+      // Without its entry, only the other request out is known to be unseen: 3 - 1.
+      assert.equal(available(pacer, 'b'), 2);
+    }],
+    'a 429 that says nothing': [answered(429, {}), (pacer) => {
+      assert.equal(pacer.snapshot().scopes[0].learnedRate, 1);
+    }],
+    'a release': [(pacer, ticket) => pacer.release(ticket), (pacer) => assert.equal(available(pacer, 'b'), 7)],
+    'a refund': [(pacer, ticket) => pacer.refund(ticket), (pacer) => assert.equal(available(pacer, 'b'), 7, 'nothing back')],
+  };
+  for (const [name, [late, check]] of Object.entries(cases)) {
+    const { pacer, clock } = setup({ ticketTtl: 1000 });
+    learn(pacer, headers);
+    const lost = pacer.acquire(demand()).ticket;
+    clock.t = 1000;
+    assert.equal(pacer.acquire(demand()).ok, true, `${name}: the lost ticket expires as the next is granted`);
+    late(pacer, lost);
+    check(pacer);
+  }
+});
+
+test("a lost probe's late release does not end its successor's probe", () => {
+  const { pacer, clock } = setup({ ticketTtl: 1000 });
+  const lost = pacer.acquire(demand()).ticket;
+  clock.t = 1000;
+  assert.equal(pacer.acquire(demand()).ok, true, 'the next probe');
+  pacer.release(lost);
+  assert.equal(pacer.acquire(demand()).reason, 'probe');
+});
+
+test('whether a 429 is explained by the limits it reports, or slows the scope through the 429 learner', () => {
+  const cases = [
+    // name, the first answer's headers, the 429's headers, whether the learner starts
+    ['a known window, r=0 without t: its bucket paces', { 'ratelimit-policy': '"a";q=10;w=1', ratelimit: '"a";r=5' },
+      { 'ratelimit-policy': '"a";q=10;w=1', ratelimit: '"a";r=0' }, false],
+    ['X-RateLimit without any reset: the window is a guess', { 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '5' },
+      { 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '0' }, true],
+    ['X-RateLimit, a reset seen before: the window is guessed from it', { 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '5', 'x-ratelimit-reset': '30' },
+      { 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '0' }, false],
+    ['a quota of 0 with t', { 'ratelimit-policy': '"a";q=0;w=60' },
+      { 'ratelimit-policy': '"a";q=0;w=60', ratelimit: '"a";r=0;t=42' }, false],
+    ['r equal to the cost: room for it', { 'ratelimit-policy': '"a";q=100;w=60', ratelimit: '"a";r=50' },
+      { 'ratelimit-policy': '"a";q=100;w=60', ratelimit: '"a";r=1' }, true],
+    ['a policy without state', { 'ratelimit-policy': '"a";q=10;w=1' }, { 'ratelimit-policy': '"a";q=10;w=1' }, true],
+    ['only a unit not paced', { 'ratelimit-policy': '"odd";q=1;w=100;qu="acme-points"' },
+      { 'ratelimit-policy': '"odd";q=1;w=100;qu="acme-points"', ratelimit: '"odd";r=0;t=100' }, true],
+    ['only a concurrency cap', { 'ratelimit-policy': '"c";q=2;qu="concurrent-requests"' },
+      { 'ratelimit-policy': '"c";q=2;qu="concurrent-requests"' }, true],
+  ];
+  for (const [name, first, refusal, learns] of cases) {
+    const { pacer, clock } = setup();
+    learn(pacer, first);
+    clock.t += 1000;
+    const grant = pacer.acquire(demand());
+    assert.equal(grant.ok, true, name);
+    pacer.observe(grant.ticket, 429, seen(refusal));
+    assert.equal(pacer.snapshot().scopes[0].learnedRate !== undefined, learns, name);
+  }
+});
+
+test('a 400, 500 or 503 without Retry-After is no success for the 429 learner: its rate does not grow', () => {
+  for (const status of [400, 500, 503]) {
+    const { pacer, clock } = afterASilent429();
+    for (let i = 0; i < 6; i++) {
+      clock.t += 1000;
+      const grant = pacer.acquire(demand());
+      assert.equal(grant.ok, true);
+      pacer.observe(grant.ticket, status, seen({}));
+    }
+    assert.equal(pacer.snapshot().scopes[0].learnedRate, 1, `${status}`);
+  }
+});
+
+test('a cached 429 without Retry-After teaches nothing, the 429 learner included', () => {
+  const { pacer } = setup();
+  learn(pacer, {});
+  learn(pacer, { age: '30' }, 429);
+  assert.equal(pacer.snapshot().scopes[0].learnedRate, undefined);
+  assert.equal(pacer.acquire(demand()).ok, true);
+});
+
+test('steady pacing keeps the fraction of a token refilled: a correction to the same whole level leaves it', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=10;w=1', ratelimit: '"b";r=0' });
+  clock.t = 150; // 1.5 tokens
+  const out = pacer.acquire(demand());
+  assert.equal(out.ok, true);
+  pacer.observe(out.ticket, 200, seen({ ratelimit: '"b";r=0' })); // 0 whole tokens: as the bucket has
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 50, reason: 'policy' });
+});
+
+test('in flight at capacity, the level is capped to whole tokens: the fraction above them is not kept', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=10;w=1', ratelimit: '"b";r=10' });
+  const { tickets } = drain(pacer, demand(), 10);
+  pacer.observe(tickets[0], 200, seen({}));
+  clock.t = 150; // 1.5 tokens, 9 in flight: room for 1
+  assert.equal(pacer.acquire(demand()).ok, true);
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 100, reason: 'policy' });
+});
+
+test('a quota of 1: a request costs 1 at most, and one in flight holds the token even once it refilled', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, { 'ratelimit-policy': '"one";q=1;w=1', ratelimit: '"one";r=1' });
+  const out = pacer.acquire(demand({ cost: 5 }));
+  assert.equal(out.ok, true, 'costs 1: the quota');
+  clock.t = 1000;
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 1000, reason: 'policy' }, 'the server may count it only now');
+  pacer.observe(out.ticket, 200, seen({}));
+  clock.t = 2000;
+  assert.equal(pacer.acquire(demand({ cost: 5 })).ok, true);
+});
+
+test('a request ending its flight never raises the level: only a debt beyond those still out is forgiven', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=10;w=100', ratelimit: '"b";r=10' });
+  const { tickets } = drain(pacer, demand(), 10);
+  pacer.release(tickets[0]);
+  assert.equal(available(pacer, 'b'), 0);
+  pacer.observe(tickets[1], 200, seen({}));
+  assert.equal(available(pacer, 'b'), 0);
+});
+
+test('a policy raised without r keeps the tokens the bucket had (AS_IS), not a fresh full bucket', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=10;w=100', ratelimit: '"b";r=2' });
+  learn(pacer, { 'ratelimit-policy': '"b";q=20;w=100' });
+  assert.equal(available(pacer, 'b'), 1);
+  assert.equal(drain(pacer).tickets.length, 1);
+});
+
+test('r and t without a policy: no more than r until t, though no bucket paces', () => {
+  const { pacer } = setup();
+  learn(pacer, { ratelimit: '"b";r=0;t=30' });
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 30_000, reason: 'reset' });
+});
+
+test('a quota lowered to 0 drops its bucket, and t holds', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=10;w=60', ratelimit: '"b";r=5' });
+  learn(pacer, { 'ratelimit-policy': '"b";q=0;w=60', ratelimit: '"b";r=0;t=42' });
+  assert.equal(available(pacer, 'b'), undefined);
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 42_000, reason: 'reset' });
+});
+
+test('X-RateLimit without a reset is paced with the guessed window, a second', () => {
+  const { pacer } = setup();
+  learn(pacer, { 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '10' });
+  const { tickets, refusal } = drain(pacer);
+  assert.equal(tickets.length, 10);
+  assert.deepEqual(refusal, { ok: false, wait: 100, reason: 'policy' });
+});
+
+test("t with r: a token bucket's rounding is told by the request's own flight, from its grant", () => {
+  const cases = [
+    // granted at, answered at, RateLimit, the next wait
+    [10_000, 10_050, '"b";r=0;t=2', { ok: false, wait: 2000, reason: 'reset' }], // 100 ms + 50 ms is not 2 s
+    [10_000, 10_950, '"b";r=0;t=2', { ok: false, wait: 100, reason: 'policy' }],
+    [10_000, 10_050, '"b";r=1;t=1', { ok: false, wait: 1000, reason: 'reset' }], // r=1 left until t: a window
+  ];
+  for (const [granted, answered, ratelimit, wait] of cases) {
+    const { pacer, clock } = setup();
+    learn(pacer, { 'ratelimit-policy': '"b";q=10;w=1', ratelimit: '"b";r=1' });
+    clock.t = granted;
+    const out = pacer.acquire(demand());
+    clock.t = answered;
+    pacer.observe(out.ticket, 200, seen({ ratelimit }));
+    drain(pacer);
+    assert.deepEqual(pacer.acquire(demand()), wait, `${ratelimit} after ${answered - granted} ms`);
+  }
+});
+
+test('export and adopt at other clocks: allowances and blocks keep their ends, expired ones are not handed on', () => {
+  const { pacer, clock } = setup();
+  const blocked = demand({ scope: `${ORIGIN} b` });
+  learn(pacer, { 'ratelimit-policy': '"w";q=100;w=60', ratelimit: '"w";r=3;t=30' });
+  learn(pacer, { 'retry-after': '20' }, 429, blocked);
+  clock.t = 10_000;
+  assert.deepEqual(pacer.snapshot().scopes.map((s) => s.blockedFor), [0, 10_000]);
+  const state = JSON.parse(JSON.stringify(pacer.export()));
+  assert.deepEqual(state.limits[0].allowance, { remaining: 3, for: 20_000 });
+  assert.deepEqual(state.scopes.map((s) => s.blockedFor), [0, 10_000]);
+  clock.t = 40_000;
+  assert.equal(pacer.export().limits[0].allowance, null, 'past its end');
+  const next = setup();
+  next.clock.t = 5000;
+  next.pacer.adopt(state);
+  assert.equal(drain(next.pacer).tickets.length, 3);
+  assert.deepEqual(next.pacer.acquire(demand()), { ok: false, wait: 20_000, reason: 'reset' });
+  assert.deepEqual(next.pacer.acquire(blocked), { ok: false, wait: 10_000, reason: 'retry-after' });
+  // Nothing to adopt leaves nothing.
+  for (const nothing of [undefined, null, {}]) {
+    const empty = setup();
+    empty.pacer.adopt(nothing);
+    assert.deepEqual(empty.pacer.snapshot(), { limits: [], scopes: [] }, JSON.stringify(nothing));
+  }
+});
+
+test("a reset counts towards the guessed window from admitted answers, a refusal's only before any, and is handed on", () => {
+  const cases = [
+    // [status, t] answers in turn, then [longestReset, admittedReset]
+    [[[429, 600]], [600_000, false]],
+    [[[429, 600], [200, 30]], [30_000, true]],
+    [[[200, 60], [200, 30]], [60_000, true]],
+    [[[200, 60], [429, 600]], [60_000, true]],
+  ];
+  for (const [answers, expected] of cases) {
+    const { pacer } = setup();
+    learn(pacer, { 'ratelimit-policy': '"w";q=100;w=60' });
+    const { tickets } = drain(pacer, demand(), answers.length);
+    answers.forEach(([status, t], i) => pacer.observe(tickets[i], status, seen({ ratelimit: `"w";r=50;t=${t}` })));
+    const reset = (state) => state.limits.map((limit) => [limit.longestReset, limit.admittedReset]);
+    const state = JSON.parse(JSON.stringify(pacer.export()));
+    assert.deepEqual(reset(state), [expected], JSON.stringify(answers));
+    const next = setup();
+    next.pacer.adopt(state);
+    assert.deepEqual(reset(next.pacer.export()), [expected], `${JSON.stringify(answers)}, adopted`);
+  }
+});
+
+test('a scope is not forgotten while it is blocked or a limit of it holds; once its hold is past, it is', () => {
+  const other = demand({ scope: `${ORIGIN} other` });
+  const cases = [
+    // name, the scope's first answer's status and headers, whether the sweep at 61 s keeps it
+    ['held for an hour', 200, { 'ratelimit-policy': '"a";q=100;w=60', ratelimit: '"a";r=0;t=3600' }, true],
+    ['one limit of two held', 200, { 'ratelimit-policy': '"a";q=100;w=60, "b";q=100;w=60', ratelimit: '"a";r=50, "b";r=0;t=3600' }, true],
+    ['blocked for an hour', 429, { 'retry-after': '3600' }, true],
+    ['held for 30 s', 200, { 'ratelimit-policy': '"a";q=100;w=60', ratelimit: '"a";r=0;t=30' }, false],
+  ];
+  for (const [name, status, headers, kept] of cases) {
+    const { pacer, clock } = setup();
+    learn(pacer, headers, status);
+    clock.t = 61_000;
+    learn(pacer, {}, 200, other); // the sweep runs
+    assert.equal(pacer.snapshot().scopes.some((s) => s.scope === ORIGIN), kept, name);
+    if (kept) assert.notEqual(pacer.acquire(demand()).reason, 'probe', name);
+  }
+});
+
+test('a full listing lifts an old partition whatever state it carries for the new one', () => {
+  const A = ':QQ==:';
+  const listings = {
+    'another key, r without t': { 'ratelimit-policy': '"p";q=10;w=60;pk=:Qg==:', ratelimit: '"p";r=9;pk=:Qg==:' },
+    'no key, r without t': { 'ratelimit-policy': '"p";q=10;w=60', ratelimit: '"p";r=9' },
+    'no key, t without r': { 'ratelimit-policy': '"p";q=10;w=60', ratelimit: '"p";t=60' },
+  };
+  for (const [name, headers] of Object.entries(listings)) {
+    const { pacer } = setup();
+    learn(pacer, { 'ratelimit-policy': `"p";q=10;w=60;pk=${A}`, ratelimit: `"p";r=9;t=60;pk=${A}` });
+    const [first, second] = [pacer.acquire(demand()).ticket, pacer.acquire(demand()).ticket];
+    pacer.observe(first, 200, seen({ 'ratelimit-policy': `"p";q=10;w=60;pk=${A}`, ratelimit: `"p";r=0;t=600;pk=${A}` }));
+    pacer.observe(second, 200, seen(headers));
+    const grant = pacer.acquire(demand());
+    assert.ok(grant.ok, `${name}: held by the old key: ${JSON.stringify(grant)}`);
+  }
+});
+
+test('a refund on a limit with no bucket (r and t without a policy) or no allowance (no t) gives back what it took', () => {
+  const cases = [
+    [{ ratelimit: '"b";r=5;t=30' }, 5],
+    [{ 'ratelimit-policy': '"b";q=10;w=100', ratelimit: '"b";r=5' }, 5],
+  ];
+  for (const [headers, left] of cases) {
+    const { pacer } = setup();
+    learn(pacer, headers);
+    pacer.refund(pacer.acquire(demand()).ticket);
+    assert.equal(drain(pacer).tickets.length, left, JSON.stringify(headers));
+  }
 });
