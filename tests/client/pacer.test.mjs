@@ -1437,3 +1437,62 @@ test('a refund on a limit with no bucket (r and t without a policy) or no allowa
     assert.equal(drain(pacer).tickets.length, left, JSON.stringify(headers));
   }
 });
+
+test("answers whose headers tell the rate keep their successes for the 429 learner's first measure", () => {
+  const { pacer, clock } = setup();
+  const roomy = { 'ratelimit-policy': '"a";q=100;w=60', ratelimit: '"a";r=50' };
+  learn(pacer, roomy);
+  for (let i = 0; i < 20; i++) {
+    clock.t += 100;
+    pacer.observe(pacer.acquire(demand()).ticket, 200, seen(roomy));
+  }
+  clock.t += 100;
+  pacer.observe(pacer.acquire(demand()).ticket, 429, seen(roomy)); // room shown: refused for something else
+  const rate = pacer.snapshot().scopes[0].learnedRate;
+  assert.ok(Math.abs(rate - 9) < 1e-9, `90 % of the 21 successes in 2.1 s, got ${rate}`);
+});
+
+test('adopting a concurrency cap, or a state without levels (an older version), never makes a bucket richer', () => {
+  const old = setup();
+  learn(old.pacer, { 'ratelimit-policy': '"c";q=1;qu="concurrent-requests"' });
+  const next = setup();
+  next.pacer.adopt(JSON.parse(JSON.stringify(old.pacer.export())));
+  assert.equal(next.pacer.acquire(demand()).ok, true);
+  assert.equal(next.pacer.acquire(demand()).reason, 'concurrency');
+  // A successor with a bucket of its own (it paced alone): a level not sent leaves it as it is.
+  const { pacer } = setup();
+  learn(pacer, { 'ratelimit-policy': '"b";q=10;w=100', ratelimit: '"b";r=2' });
+  const state = JSON.parse(JSON.stringify(pacer.export()));
+  delete state.limits[0].level;
+  pacer.adopt(state);
+  assert.equal(available(pacer, 'b'), 2);
+});
+
+test('idle scopes are looked for every 10 s, not at every request', () => {
+  const { pacer, clock } = setup();
+  const other = demand({ scope: `${ORIGIN} other` });
+  const kept = () => pacer.snapshot().scopes.some((s) => s.scope === ORIGIN);
+  learn(pacer, {});
+  clock.t = 5000;
+  learn(pacer, {}); // last used at 5 s
+  clock.t = 61_000;
+  learn(pacer, {}, 200, other); // a sweep: idle 56 s
+  clock.t = 70_999;
+  learn(pacer, {}, 200, other); // idle 65.999 s, but no sweep yet
+  assert.equal(kept(), true);
+  clock.t = 71_000;
+  learn(pacer, {}, 200, other);
+  assert.equal(kept(), false);
+});
+
+test('a limit a scope stopped listing is kept while requests on it are out: listed again, it has their charges', () => {
+  const { pacer, clock } = setup();
+  const policy = { 'ratelimit-policy': '"p";q=10;w=100' };
+  learn(pacer, { ...policy, ratelimit: '"p";r=5' });
+  const { tickets } = drain(pacer, demand(), 5);
+  pacer.observe(tickets[0], 200, seen({ 'ratelimit-policy': '"other";q=1000;w=100' })); // "p" lifted
+  clock.t = 11_000;
+  learn(pacer, {}); // a sweep, with four requests still out on "p"
+  pacer.observe(tickets[1], 200, seen(policy)); // listed again
+  assert.equal(available(pacer, 'p'), 1, '0 and 11 s of refill at 1 per 10 s, not a fresh bucket');
+});
