@@ -15,15 +15,17 @@
 //
 // Many keys in one local workerd process meet two limits Cloudflare's spread of objects over
 // machines does not (docs/worker.md, "Measured"):
-// - workerd caps SQLite's heap for the whole process, which some 3,000 live objects exhaust
+// - workerd caps SQLite's heap for the whole process, which about 3,200 live objects exhaust
 //   (`SQLITE_NOMEM`); the config turns on workerd's own `increase-sqlite-hard-heap-limit` gate.
 // - Each live object holds three files open (its database, -wal and -shm). workerd runs with its
 //   soft open-file limit raised to the hard one, and the many-key runs use as many keys as that
 //   holds, up to 10,000.
 // The many-key full-load run first touches every key once (each object created: printed as its
-// own row), so that the timed run measures decisions, not object creation. Beside the rates, workerd's CPU
-// time per decision (Linux): steadier than decisions/s on a shared machine, whose speed drifts
-// by a quarter between runs, so the ratio of the two workers' CPU is the figure to compare builds.
+// own row), so that the timed run measures decisions, not object creation.
+//
+// Beside the rates, workerd's CPU time per decision (Linux): steadier than decisions/s on a shared
+// machine, whose speed drifts by a quarter between runs, so the ratio of the two workers' CPU is
+// the figure to compare builds.
 //
 //   node benches/worker_load.mjs [seconds per full-load run, default 10]
 import autocannon from 'autocannon';

@@ -180,8 +180,7 @@ export function sharedPacer(name, makePacer) {
       // Without a scope and an origin the leader would grant a scope named "undefined".
       if (!isDemand(data.demand)) throw new TypeError('an acquire without a demand it can read');
       post({ type: 'grant', to: data.from, id: data.id, grant: leader.acquire(data.demand) });
-    }
-    else if (data.type === 'observe') leader.observe(data.ticket, data.status, data.observation);
+    } else if (data.type === 'observe') leader.observe(data.ticket, data.status, data.observation);
     else if (data.type === 'release') leader.release(data.ticket);
     else if (data.type === 'refund') leader.refund(data.ticket);
   }

@@ -164,10 +164,6 @@ export async function origin() {
         req.socket.end('HTTP/1.1 101 Switching Protocols\r\nUpgrade: foo\r\nConnection: Upgrade\r\n\r\n');
         return;
       }
-      // `/status/NNN` answers with that status, valid or not (Node writes any three digits), and
-      // rate-limit headers of its own, which it exposes; `/redirect?to=URL` answers 302 to URL, where
-      // `{self}` stands for this server's own URL; `/draft7` sends express-rate-limit's draft-7
-      // fields (`RateLimit` a Dictionary, not a List); `/hop-by-hop` sends hop-by-hop headers.
       if (req.url === '/cached' && req.headers['if-none-match'] === '"v1"') {
         // Not modified: no body, but the Content-Length of the representation it stands for
         // (RFC 9110 §8.6), which a proxy that expected a body would wait for.
@@ -175,6 +171,10 @@ export async function origin() {
         res.end();
         return;
       }
+      // `/status/NNN` answers with that status, valid or not (Node writes any three digits), and
+      // rate-limit headers of its own, which it exposes; `/redirect?to=URL` answers 302 to URL, where
+      // `{self}` stands for this server's own URL; `/draft7` sends express-rate-limit's draft-7
+      // fields (`RateLimit` a Dictionary, not a List); `/hop-by-hop` sends hop-by-hop headers.
       const status = /^\/status\/(\d{3})$/.exec(req.url)?.[1];
       const to = req.url.startsWith('/redirect?') && new URLSearchParams(req.url.split('?')[1]).get('to');
       res.writeHead(to ? 302 : Number(status ?? 200), {
