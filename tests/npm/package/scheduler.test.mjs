@@ -605,6 +605,23 @@ test('a reservation moved up after an abort never waits longer than first promis
   assert.equal(done, true, 'at the time first promised');
 });
 
+test('a reservation moved up after an abort whose wait has become unbounded fails with RESERVATION_OVERFLOW, never free', async (t) => {
+  const { bucket, scheduler, advance, listener } = scenario(t);
+  bucket.tryConsume(10);
+  const controller = new AbortController();
+  const aborted = scheduler.consume(5, { signal: controller.signal }).catch((e) => e.name);
+  const second = scheduler.consume(5).then(() => 'served', (e) => [e.name, e.code, e.message]);
+  // 5 tokens at one per century: 500 years, past the 292 a wait in 64-bit nanoseconds can hold.
+  const glacial = BucketConfiguration.builder().addLimit((l) => l.capacity(10).refillGreedy(1, '100 years')).build();
+  bucket.replaceConfiguration(glacial, 'AS_IS');
+  controller.abort();
+  assert.equal(await aborted, 'AbortError');
+  assert.deepEqual(await second, ['EdgeBucketError', 'RESERVATION_OVERFLOW', '5 tokens can no longer be reserved: the wait would be unbounded']);
+  assert.equal(bucket.getAvailableTokens(), 0, 'both waits gave their tokens back');
+  await advance(60_000);
+  assert.deepEqual([listener.consumed, listener.delayedNanos > 0], [10, true], 'the failed wait never counted as consumed');
+});
+
 test('available tokens resolve at once, without a timer', async (t) => {
   const { scheduler, listener } = scenario(t);
   await scheduler.consume(3);
