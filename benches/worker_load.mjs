@@ -80,6 +80,8 @@ const FILE_LIMIT = (() => {
 /** Keys of the many-key runs: 10,000, or as many live objects as the open-file limit holds, with
  * 1,000 files to spare for sockets and the runtime. */
 const MANY_KEYS = Math.max(100, Math.min(10_000, Math.floor((FILE_LIMIT - 1_000) / FILES_PER_OBJECT)));
+/** MANY_KEYS as the rows print it. */
+const MANY = MANY_KEYS.toLocaleString('en');
 
 /** CPU time `pid` has used, in microseconds; null where /proc is missing. */
 function cpuMicros(pid) {
@@ -191,14 +193,13 @@ async function scenarios(name, server) {
     await load(server, { keys: 100, duration: 2 }); // warm up the isolate and the JIT
     const oneKey = await load(server, { keys: 1, duration: seconds });
     row(`${name}: 1 key, full load`, oneKey);
-    const many = MANY_KEYS.toLocaleString('en');
-    row(`${name}: ${many} keys, first touch`, await load(server, { keys: MANY_KEYS, amount: MANY_KEYS }));
+    row(`${name}: ${MANY} keys, first touch`, await load(server, { keys: MANY_KEYS, amount: MANY_KEYS }));
     const manyKeys = await load(server, { keys: MANY_KEYS, duration: seconds });
-    row(`${name}: ${many} keys, full load`, manyKeys);
+    row(`${name}: ${MANY} keys, full load`, manyKeys);
     await new Promise((resolve) => setTimeout(resolve, 12_000)); // idle objects are evicted after 10 s
     row(`${name}: 1 key, 1,000/s offered`, await load(server, { keys: 1, duration: seconds, rate: 1000 }));
     const rate = Math.round(MANY_KEYS / 40); // every key once in 40 s
-    row(`${name}: ${many} keys, ${rate}/s offered`, await load(server, { keys: MANY_KEYS, duration: 40, rate }));
+    row(`${name}: ${MANY} keys, ${rate}/s offered`, await load(server, { keys: MANY_KEYS, duration: 40, rate }));
     return { one: oneKey, many: manyKeys };
   } finally {
     await server.stop();
@@ -208,7 +209,7 @@ async function scenarios(name, server) {
 console.log(`workerd on 127.0.0.1, 10 connections, ${seconds} s runs (40 s at a fixed rate for many keys: every key once)`);
 if (MANY_KEYS < 10_000) {
   console.log(
-    `many keys: ${MANY_KEYS.toLocaleString('en')}, not 10,000: the hard open-file limit is ${FILE_LIMIT}, ` +
+    `many keys: ${MANY}, not 10,000: the hard open-file limit is ${FILE_LIMIT}, ` +
       `and each live object holds ${FILES_PER_OBJECT} files open`,
   );
 }
@@ -260,7 +261,7 @@ try {
 }
 const ratio = (a, b) => (a && b ? `${(a / b).toFixed(2)}×` : '-');
 console.log();
-const pairs = [['1 key', ours.one, ceiling.one], [`${MANY_KEYS.toLocaleString('en')} keys`, ours.many, ceiling.many]];
+const pairs = [['1 key', ours.one, ceiling.one], [`${MANY} keys`, ours.many, ceiling.many]];
 for (const [label, edge, minimal] of pairs) {
   console.log(
     `${label}, full load, edgebucket / minimal JS: decisions/s ${ratio(decided(edge), decided(minimal))}, ` +
