@@ -178,6 +178,10 @@ test('bad arguments throw EdgeBucketError with a code and change nothing', () =>
     [() => bucket.tryConsume(undefined), 'INVALID_ARGUMENT'],
     [() => bucket.tryConsume(2 ** 60), 'INVALID_ARGUMENT'],
     [() => bucket.tryConsume(2n ** 64n), 'INVALID_ARGUMENT'],
+    // The 64-bit range's ends reach the core; a BigInt past them is refused in JS, not wrapped.
+    [() => bucket.tryConsume(2n ** 63n), 'INVALID_ARGUMENT'],
+    [() => bucket.tryConsume(-(2n ** 63n)), 'NON_POSITIVE_TOKENS'],
+    [() => bucket.tryConsume(-(2n ** 63n) - 1n), 'INVALID_ARGUMENT'],
     [() => bucket.tryConsumeAndReturnRemaining(0), 'NON_POSITIVE_TOKENS'],
     [() => bucket.estimateAbilityToConsume(-5), 'NON_POSITIVE_TOKENS'],
     [() => bucket.tryConsumeAsMuchAsPossible(0), 'NON_POSITIVE_LIMIT'],

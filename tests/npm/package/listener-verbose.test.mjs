@@ -153,4 +153,6 @@ test("a SimpleListener's sums stay exact past 2^53, as BigInts", () => {
   const small = new SimpleListener();
   small.onConsumed(5n);
   assert.equal(small.consumed, 5, 'BigInt tokens still sum to a number while exact');
+  small.onConsumed(BigInt(Number.MAX_SAFE_INTEGER) - 5n);
+  assert.equal(small.consumed, Number.MAX_SAFE_INTEGER, '2^53 - 1 is still a number');
 });

@@ -36,6 +36,17 @@ test('keys are UTF-8 bytes: strings and Uint8Arrays meet', () => {
   assert.ok(store.has('héllo') && store.delete('héllo') && !store.has('héllo') && !store.delete('héllo'));
 });
 
+test('the empty key, as a string or as empty bytes, is one key that is held and deleted', () => {
+  const { store } = manual({ configuration: limit(3, 1) });
+  assert.equal(store.has(''), false);
+  assert.equal(store.tryConsume('', 1), true);
+  assert.equal(store.tryConsume(new Uint8Array(0), 1), true, 'the same bucket');
+  assert.equal(store.getAvailableTokens(new Uint8Array(new ArrayBuffer(8), 8)), 1, 'an empty view at the end of a buffer too');
+  assert.deepEqual([store.has(''), store.has(new Uint8Array(0)), store.size], [true, true, 1]);
+  assert.equal(store.delete(new Uint8Array(0)), true);
+  assert.deepEqual([store.has(''), store.delete(''), store.size], [false, false, 0]);
+});
+
 test("a byte key is its bytes, whatever its own properties say; a look-alike is refused", () => {
   const { store } = manual({ configuration: limit(2, 1) });
   class Short extends Uint8Array {
@@ -85,6 +96,17 @@ test('string keys of every length and script are their UTF-8 bytes', () => {
   assert.throws(() => store.delete('\uD800'), (e) => e.code === 'INVALID_ARGUMENT');
   assert.equal(store.size, keys.length);
   assert.throws(() => store.tryConsume('y'.repeat(2 ** 26), 1), (e) => e.code === 'KEY_TOO_LONG' && /at least 67108864 bytes/.test(e.message));
+});
+
+test('a key whose last character does not fit in 65,535 bytes is refused, not cut short', () => {
+  // Fewer UTF-16 units than the maximum, but the UTF-8 of the last character runs past it.
+  const { store } = manual({ configuration: limit(3, 1) });
+  for (const short of ['a', 'b', 'c']) store.tryConsume(short, 1); // the first byte each long key writes
+  for (const [head, tail] of [['a'.repeat(65_534), '€'], ['b'.repeat(65_533), '😀'], ['c'.repeat(65_534), 'é']]) {
+    assert.throws(() => store.tryConsume(head + tail, 1), (e) => e.code === 'KEY_TOO_LONG' && e.message.startsWith(`a key of ${head.length + new TextEncoder().encode(tail).length} bytes`));
+    assert.deepEqual([store.has(head + tail), store.delete(head + tail)], [false, false]);
+  }
+  assert.equal(store.size, 3, 'no key was made of the bytes that fit');
 });
 
 test('a supplier is called only for new keys', () => {
@@ -230,6 +252,29 @@ test('configure without a version or strategy keeps the current ones', () => {
   assert.equal(store.getAvailableTokens('new'), 300);
 });
 
+test('the constructor takes the version and strategy, as configure does', () => {
+  const { store } = manual({ configuration: limit(100, 1), version: 7, strategy: 'ADDITIVE' });
+  store.tryConsume('k', 50);
+  store.configure({ configuration: limit(10, 1), version: 7 });
+  assert.equal(store.getAvailableTokens('k'), 50, 'created at version 7: up to date');
+  store.configure({ configuration: limit(300, 1), version: 8 });
+  assert.equal(store.getAvailableTokens('k'), 250, 'ADDITIVE, kept from the constructor: 50 + (300 - 100)');
+});
+
+test('a strategy must be a string naming one, not an object whose text names one', () => {
+  const { store } = manual({ configuration: limit(5, 1) });
+  store.tryConsume('k', 2);
+  for (const strategy of [{ toString: () => 'RESET' }, ['RESET'], 1, null]) {
+    assert.throws(
+      () => store.configure({ configuration: limit(50, 1), version: 1, strategy }),
+      (e) => e instanceof EdgeBucketError && e.code === 'INVALID_ARGUMENT' && e.message === 'strategy must be a TokensInheritanceStrategy',
+      String(strategy),
+    );
+    assert.throws(() => new BucketStore({ configuration: limit(5, 1), strategy }), { code: 'INVALID_ARGUMENT', message: 'strategy must be a TokensInheritanceStrategy' });
+  }
+  assert.equal(store.getAvailableTokens('k'), 3, 'still version 0 with its configuration');
+});
+
 test('a version must be a whole number from 0 to 2^53 - 1', () => {
   const { store } = manual({ configuration: limit(5, 1) });
   for (const version of [1.5, -1, NaN, Infinity, 2 ** 53, 1n, '1', null]) {
@@ -295,6 +340,47 @@ test('bad arguments throw EdgeBucketError and change nothing', () => {
   assert.equal(store.getAvailableTokens('k'), 3);
   assert.equal(store.size, 1, 'no key was created by a failed operation');
   assert.equal(store.tryConsume('x'.repeat(65535), 1), true, 'the longest key');
+});
+
+test('error messages name what was wrong and show the value given', () => {
+  const { store } = manual({ configuration: limit(3, 1) });
+  const known = 'configuration, maxKeys, maxKeyBytes, idleGrace, version, strategy, clock';
+  const make = (options) => () => new BucketStore({ configuration: limit(1, 1), ...options });
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  const cases = [
+    [make({ maxKeys: '10' }), 'maxKeys must be a whole number or Infinity, got "10"'],
+    [make({ maxKeys: null }), 'maxKeys must be a whole number or Infinity, got null'],
+    [make({ maxKeys: new Map() }), 'maxKeys must be a whole number or Infinity, got Map'],
+    [make({ maxKeys: Object.create(null) }), 'maxKeys must be a whole number or Infinity, got object'],
+    [make({ maxKeys: { get constructor() { throw new Error('mine'); } } }), 'maxKeys must be a whole number or Infinity, got object'],
+    [make({ maxKeyBytes: 1.5 }), 'maxKeyBytes must be a whole number, got number 1.5'],
+    [make({ maxKeyBytes: 2n }), 'maxKeyBytes must be a whole number, got bigint 2'],
+    [() => new BucketStore(null), `new BucketStore takes an object { ${known} }`],
+    [() => new BucketStore('configuration'), `new BucketStore takes an object { ${known} }`],
+    [make({ maxkeys: 10 }), `new BucketStore has no option "maxkeys" (known: ${known})`],
+    [() => new BucketStore(proxy), /^new BucketStore's options: reading it threw /],
+    [() => store.configure({ configuration: {} }), 'configuration must be a BucketConfiguration or a function (key) => BucketConfiguration'],
+    [() => store.configure({ configuration: limit(1, 1), versoin: 1 }), 'configure has no option "versoin" (known: configuration, version, strategy)'],
+    [() => store.tryConsume(42, 1), 'a key must be a string or a Uint8Array, got number 42'],
+    [() => store.tryConsume(undefined, 1), 'a key must be a string or a Uint8Array, got undefined'],
+    [() => store.tryConsume('k', undefined), 'tokens must be a number or a BigInt, got undefined'],
+    [() => store.tryConsume('k', 2n ** 64n), 'tokens 18446744073709551616 is outside the 64-bit range'],
+    [() => store.tryConsume('a\uDFFF', 1), 'a string key must be well-formed Unicode: it has a lone surrogate'],
+    [() => store.tryConsume('x'.repeat(65_536), 1), 'a key of at least 65536 bytes is longer than the maximum of 65535 bytes'],
+    [make({ idleGrace: new Date(0) }), 'a duration is milliseconds, a string or a plain object such as { seconds: 1 }, got Date'],
+    [make({ idleGrace: { get seconds() { throw new Error('mine'); } } }), 'invalid duration: reading it threw mine'],
+    [make({ idleGrace: { get seconds() { throw 'text'; } } }), 'invalid duration: reading it threw "text"'],
+    [make({ idleGrace: { get seconds() { throw Object.defineProperty(new Error(), 'message', { get() { throw new Error('again'); } }); } } }), 'invalid duration: reading it threw a value that cannot be shown'],
+  ];
+  for (const [operation, message] of cases) {
+    assert.throws(operation, (e) => e instanceof EdgeBucketError && (typeof message === 'string' ? e.message === message : message.test(e.message)), `${operation} → ${message}`);
+  }
+  const detached = new Uint8Array(new ArrayBuffer(4));
+  structuredClone(detached.buffer, { transfer: [detached.buffer] });
+  assert.throws(() => store.has(detached), { message: 'a key must not be a Uint8Array whose buffer was detached or shrunk' });
+  store.free();
+  assert.throws(() => store.has('k'), { code: 'STORE_FREED', message: 'the store was freed (store.free()); create another' });
 });
 
 test("a duration's parts are read inherited too: a class's getter, an Object.create prototype", () => {
@@ -470,6 +556,21 @@ test('well-formed non-ASCII keys, surrogate pairs included, are distinct keys', 
   assert.equal(store.tryConsume('😀', 1), false, 'the first key is empty');
 });
 
+test('without String.prototype.isWellFormed (runtimes before it), lone surrogates are still refused', () => {
+  const own = Object.getOwnPropertyDescriptor(String.prototype, 'isWellFormed');
+  delete String.prototype.isWellFormed;
+  try {
+    const { store } = manual({ configuration: limit(1, 1) });
+    for (const key of ['\uD800', 'a\uDFFFb', '\uDC00\uD83D', 'x\uD83D', '\uD83D\uD83D\uDE00', '\uD83D\uDE00\uDE00', 'é\uDBFF']) {
+      assert.throws(() => store.tryConsume(key, 1), { code: 'INVALID_ARGUMENT', message: /lone surrogate/ }, JSON.stringify(key));
+    }
+    for (const key of ['😀', 'a\uD83D\uDE00b', '\uDBFF\uDFFF', '\uD800\uDC00', '\uFFFD', 'é']) assert.equal(store.tryConsume(key, 1), true, JSON.stringify(key));
+    assert.equal(store.size, 6);
+  } finally {
+    if (own) Object.defineProperty(String.prototype, 'isWellFormed', own);
+  }
+});
+
 test('a supplier cannot configure its store (STORE_BUSY); the key is not created', () => {
   let configure = true;
   const store = new BucketStore({
@@ -479,7 +580,7 @@ test('a supplier cannot configure its store (STORE_BUSY); the key is not created
       return limit(10, 1);
     },
   });
-  assert.throws(() => store.tryConsume('a', 1), (e) => e instanceof EdgeBucketError && e.code === 'STORE_BUSY');
+  assert.throws(() => store.tryConsume('a', 1), { name: 'EdgeBucketError', code: 'STORE_BUSY', message: 'the store cannot be configured from within its configuration supplier' });
   assert.equal(store.size, 0);
   configure = false;
   assert.equal(store.tryConsume('a', 1), true, 'the store works on, at version 0');
@@ -497,11 +598,28 @@ test('a supplier that uses the store for its own key gets STORE_BUSY, not a stac
       return limit(10, 1);
     },
   });
-  assert.throws(() => store.tryConsume('a', 1), (e) => e instanceof EdgeBucketError && e.code === 'STORE_BUSY');
+  assert.throws(() => store.tryConsume('a', 1), { name: 'EdgeBucketError', code: 'STORE_BUSY', message: 'the configuration supplier used the store for the key it is supplying a configuration for' });
   assert.throws(() => store.tryConsume(new TextEncoder().encode('k'), 1), { code: 'STORE_BUSY' });
   assert.equal(calls, 3, "the supplier ran once for 'a', 'b' and 'k' each");
   assert.equal(store.size, 1, "only 'b' was created");
   assert.equal(store.getAvailableTokens('b'), 10);
+});
+
+test("a supplier may use the store for a longer key that begins with its own key's bytes", () => {
+  const supplied = [];
+  const store = new BucketStore({
+    configuration: (key) => {
+      supplied.push(key);
+      if (key === 'user') {
+        assert.equal(store.tryConsume('user:1', 2), true, 'another key: allowed');
+        assert.equal(store.tryConsume('usex', 1), true, 'of the same length, sharing all but a byte');
+      }
+      return limit(5, 1);
+    },
+  });
+  assert.equal(store.tryConsume('user', 1), true);
+  assert.deepEqual(supplied, ['user', 'user:1', 'usex']);
+  assert.deepEqual([store.getAvailableTokens('user'), store.getAvailableTokens('user:1'), store.getAvailableTokens('usex')], [4, 3, 4]);
 });
 
 test('an operation reads the clock once, also when it calls the supplier', () => {
