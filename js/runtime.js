@@ -204,8 +204,17 @@ export function plainData(code, what, read) {
   try {
     return read();
   } catch (error) {
-    if (error instanceof EdgeBucketError) throw error;
+    if (isOurs(error)) throw error;
     throw new EdgeBucketError(code, `${what}: reading it threw ${thrownText(error)}`);
+  }
+}
+
+/** Whether `error` is an `EdgeBucketError`: `instanceof` itself throws for a revoked Proxy. */
+function isOurs(error) {
+  try {
+    return error instanceof EdgeBucketError;
+  } catch {
+    return false;
   }
 }
 

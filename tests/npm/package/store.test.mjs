@@ -372,6 +372,8 @@ test('error messages name what was wrong and show the value given', () => {
     [make({ idleGrace: { get seconds() { throw new Error('mine'); } } }), 'invalid duration: reading it threw mine'],
     [make({ idleGrace: { get seconds() { throw 'text'; } } }), 'invalid duration: reading it threw "text"'],
     [make({ idleGrace: { get seconds() { throw Object.defineProperty(new Error(), 'message', { get() { throw new Error('again'); } }); } } }), 'invalid duration: reading it threw a value that cannot be shown'],
+    // A revoked Proxy thrown: it made the check for an EdgeBucketError itself throw a TypeError.
+    [make({ idleGrace: { get seconds() { throw proxy; } } }), 'invalid duration: reading it threw a value that cannot be shown'],
   ];
   for (const [operation, message] of cases) {
     assert.throws(operation, (e) => e instanceof EdgeBucketError && (typeof message === 'string' ? e.message === message : message.test(e.message)), `${operation} → ${message}`);
