@@ -87,8 +87,9 @@ test('string keys of every length and script are their UTF-8 bytes', () => {
   });
   assert.equal(store.size, keys.length);
   assert.throws(() => store.tryConsume('😀'.repeat(16_384), 1), (e) => e.code === 'KEY_TOO_LONG', '65,536 bytes');
+  assert.throws(() => store.tryConsume(new Uint8Array(70_000), 1), { name: 'EdgeBucketError', code: 'KEY_TOO_LONG', message: /^a key of 70000 bytes/ }, 'more bytes than the exchange holds');
   // A key too long to be held is not held, as a Map would say; a key of the wrong type still throws.
-  for (const long of ['😀'.repeat(16_384), 'z'.repeat(70_000), new Uint8Array(65_536)]) {
+  for (const long of ['😀'.repeat(16_384), 'z'.repeat(70_000), new Uint8Array(65_536), new Uint8Array(70_000)]) {
     assert.equal(store.has(long), false);
     assert.equal(store.delete(long), false);
   }
