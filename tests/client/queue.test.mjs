@@ -199,3 +199,118 @@ test('removing the entry that holds its scope wakes the entries behind it', asyn
   await new Promise((resolve) => setTimeout(resolve, 100));
   assert.deepEqual(ran, [2], 'the entry behind it went once it could');
 });
+
+/** A queue that grants every entry at once, on a clock that stays at 0. */
+function grantingQueue(t, concurrency) {
+  const queue = new RequestQueue({ concurrency, now: () => 0, refund: () => {}, acquire: (entry) => ({ ok: true, ticket: entry.seq }) });
+  t.after(() => queue.close());
+  return queue;
+}
+
+test('higher priorities go first and equal ones by seq, whatever order they were added in (a retry keeps its place)', async (t) => {
+  const queue = grantingQueue(t, 1);
+  const ran = [];
+  let finish;
+  // The first takes the only slot until finished, so that the others wait and are ordered.
+  queue.add(waitingEntry(0, { start: () => new Promise((resolve) => void (finish = resolve)) }));
+  await settle();
+  for (const [seq, priority] of [[5, 0], [3, 0], [9, 1], [1, -1], [4, 0], [2, 0], [8, 1]]) {
+    queue.add(waitingEntry(seq, { priority, start: (ticket) => void ran.push(ticket) }));
+  }
+  assert.equal(queue.size, 7);
+  finish();
+  await settle();
+  assert.deepEqual(ran, [8, 9, 2, 3, 4, 5, 1]);
+  assert.equal(queue.size, 0);
+});
+
+test('no more than concurrency entries run at once; a slot frees when start settles, resolved or rejected', async (t) => {
+  const queue = grantingQueue(t, 2);
+  const finish = new Map();
+  for (const seq of [1, 2, 3, 4]) {
+    queue.add(waitingEntry(seq, { start: () => new Promise((resolve, reject) => void finish.set(seq, { resolve, reject })) }));
+  }
+  await settle();
+  assert.deepEqual([...finish.keys()], [1, 2]);
+  assert.equal(queue.running, 2);
+  assert.equal(queue.size, 2);
+  finish.get(1).reject(new Error('the request failed'));
+  await settle();
+  assert.deepEqual([...finish.keys()], [1, 2, 3], 'a rejected start frees its slot');
+  assert.equal(queue.running, 2);
+  finish.get(2).resolve();
+  await settle();
+  assert.deepEqual([...finish.keys()], [1, 2, 3, 4]);
+  finish.get(3).resolve();
+  finish.get(4).resolve();
+  await settle();
+  assert.equal(queue.running, 0);
+});
+
+test('a start that throws frees its slot too, and the queue goes on', async (t) => {
+  const queue = grantingQueue(t, 1);
+  const ran = [];
+  queue.add(waitingEntry(1, { start: () => { throw new Error('start threw'); } }));
+  queue.add(waitingEntry(2, { start: (ticket) => void ran.push(ticket) }));
+  await settle();
+  assert.deepEqual(ran, [2]);
+  assert.equal(queue.running, 0);
+});
+
+test('a wait that ends exactly at the deadline is waited out; one a millisecond longer times out at once', async (t) => {
+  const told = [];
+  const timedOut = [];
+  const queue = new RequestQueue({ concurrency: 1, now: () => 100, refund: () => {}, acquire: () => ({ ok: false, wait: 400, reason: 'policy' }) });
+  t.after(() => queue.close());
+  queue.add(waitingEntry(1, { scope: 'a', deadline: 500, waiting: (grant) => told.push([1, grant]), timedOut: () => timedOut.push(1) }));
+  queue.add(waitingEntry(2, { scope: 'b', deadline: 499, waiting: (grant) => told.push([2, grant]), timedOut: () => timedOut.push(2) }));
+  await settle();
+  assert.ok(told.length > 0 && told.every(([seq, grant]) => seq === 1 && grant.wait === 400 && grant.reason === 'policy'), JSON.stringify(told));
+  assert.deepEqual(timedOut, [2]);
+  assert.equal(queue.size, 1);
+});
+
+test("a retry's own backoff holds only itself, and it goes once its notBefore comes; past its deadline it times out at once", async (t) => {
+  const started = performance.now();
+  const now = () => performance.now() - started;
+  const ran = [];
+  const told = [];
+  const timedOut = [];
+  const queue = new RequestQueue({ concurrency: 1, now, refund: () => {}, acquire: (entry) => ({ ok: true, ticket: entry.seq }) });
+  t.after(() => queue.close());
+  const entry = (seq, priority, notBefore, deadline) =>
+    waitingEntry(seq, {
+      priority,
+      notBefore,
+      deadline,
+      retry: true,
+      start: (ticket) => void ran.push([ticket, now() >= notBefore]),
+      waiting: (grant) => told.push([seq, grant.reason]),
+      timedOut: () => timedOut.push(seq),
+    });
+  queue.add(entry(1, 1, 60, Infinity)); // first in line, backing off for 60 ms
+  queue.add(entry(2, 0, 0, Infinity)); // same scope, behind it: goes at once
+  queue.add(entry(3, 0, 1000, 500)); // its backoff ends after its deadline
+  await settle();
+  assert.deepEqual(ran, [[2, true]]);
+  assert.deepEqual(timedOut, [3]);
+  assert.deepEqual([...new Set(told.map(String))], ['1,retry'], 'only the entry backing off was told to wait');
+  await new Promise((resolve) => setTimeout(resolve, 80));
+  assert.deepEqual(ran, [[2, true], [1, true]], 'woken at its notBefore, not before');
+});
+
+test('close hands back what waits, disarms the wake-up and stops the queue; removing afterwards finds nothing', async () => {
+  let asked = 0;
+  const queue = new RequestQueue({ concurrency: 1, now: () => performance.now(), refund: () => {}, acquire: () => (++asked, { ok: false, wait: 30, reason: 'policy' }) });
+  const entries = [1, 2].map((seq) => waitingEntry(seq, { scope: `scope ${seq}` }));
+  for (const entry of entries) queue.add(entry);
+  await settle();
+  const askedBeforeClose = asked;
+  assert.deepEqual(queue.close(), entries);
+  assert.equal(queue.size, 0);
+  assert.equal(queue.remove(entries[0]), false);
+  queue.pump();
+  queue.add(waitingEntry(3));
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  assert.equal(asked, askedBeforeClose, 'nothing is asked after close, not even at the wake-up');
+});
