@@ -29,6 +29,10 @@ async function leaderSide() {
     if (data.type === 'grant') grants.push(data.id);
   };
   const unreadable = [{ type: 'acquire', from: 'x', id: 1 }, { type: 'acquire', from: 'x', id: 3, demand: {} }, { type: 'acquire', from: 'x', id: 4, demand: { ...demand, cost: '1' } }, { type: 'observe' }, { type: 'observe', ticket: { id: 'x.1' } }, { type: 'release' }, { type: 'refund', ticket: null }];
+  // Each field of a demand on its own: a scope without an origin, or no byte count.
+  unreadable.push({ type: 'acquire', from: 'x', id: 5, demand: { ...demand, origin: undefined } }, { type: 'acquire', from: 'x', id: 6, demand: { ...demand, bytes: undefined } });
+  // Not even objects: no version of the package sends them, and they are not reported.
+  for (const message of [null, 5, 'acquire']) other.postMessage(message);
   for (const message of unreadable) other.postMessage(message);
   other.postMessage({ type: 'acquire', from: 'x', id: 2, demand });
   await sleep(100);
@@ -44,7 +48,8 @@ async function followerSide() {
   const leader = new BroadcastChannel(`edgebucket:${name}`);
   leader.onmessage = ({ data }) => {
     if (data.type !== 'acquire') return;
-    for (const grant of [undefined, null, { ok: true }, { ok: false }]) leader.postMessage({ type: 'grant', to: data.from, id: data.id, grant });
+    for (const message of [null, 5, 'grant']) leader.postMessage(message);
+    for (const grant of [undefined, null, { ok: true }, { ok: false }, { ok: true, ticket: { id: 1 } }, { wait: 10 }]) leader.postMessage({ type: 'grant', to: data.from, id: data.id, grant });
   };
   const follower = sharedPacer(name, makePacer);
   const answer = await follower.acquire(demand);
