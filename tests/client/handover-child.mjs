@@ -40,7 +40,9 @@ async function grantsAtOnce(shared) {
  * Its announcement arrives after A's last word (`after`), before it (`before`), even before A's
  * own announcement (`first`: nothing orders two senders' messages), or comes from an older
  * version that sends no epoch (`unversioned`); or B heard nothing of A and took A's epoch
- * (`tied`), so which of the two came later cannot be told.
+ * (`tied`), so which of the two came later cannot be told. Or no later leader, but A's heartbeat
+ * came before its final word (`heartbeat first`: a leader that lived a second), or a delayed
+ * announcement of an earlier leader Z (epoch 0) after A's (`stale`).
  */
 async function handover(final, later = null) {
   const name = `handover-${final}-${later}-${process.pid}`;
@@ -51,9 +53,11 @@ async function handover(final, later = null) {
   if (later === 'first') announce(2, 'B');
   announce(1, 'A');
   if (later === 'before') announce(2, 'B');
+  if (later === 'heartbeat first') channel.postMessage({ type: 'state', state: knowingPacer().export(), final: false, epoch: 1, from: 'A' });
   channel.postMessage({ type: 'state', state: knowingPacer().export(), final, epoch: 1, from: 'A' });
   if (later === 'after') announce(2, 'B');
   if (later === 'tied') announce(1, 'B');
+  if (later === 'stale') announce(0, 'Z');
   if (later === 'unversioned') channel.postMessage({ type: 'leader' });
   if (later === 'unversioned state') {
     // An older version's leader that knows nothing yet: its state, not A's, is the latest.
@@ -137,6 +141,8 @@ if (isMainThread) {
   const afterFinal = await handover(true);
   const spentByALaterLeader = {};
   for (const later of ['after', 'before', 'first', 'tied', 'unversioned', 'unversioned state']) spentByALaterLeader[later] = await handover(true, later);
+  const noLaterLeader = {};
+  for (const other of ['heartbeat first', 'stale']) noLaterLeader[other] = await handover(true, other);
   // A leading worker thread terminated: Node 24 never passes its lock on.
   const name = `terminated-${process.pid}`;
   const worker = new Worker(new URL(import.meta.url), { workerData: { name } });
@@ -148,7 +154,7 @@ if (isMainThread) {
   const aloneAfter = Date.now() - start;
   const { leading } = follower;
   follower.close();
-  console.log(JSON.stringify({ unreadableState, clean, afterHeartbeat, afterFinal, spentByALaterLeader, aloneAfter, leading }));
+  console.log(JSON.stringify({ unreadableState, clean, afterHeartbeat, afterFinal, spentByALaterLeader, noLaterLeader, aloneAfter, leading }));
 } else {
   const shared = sharedPacer(workerData.name, makePacer);
   await until(() => shared.leading);

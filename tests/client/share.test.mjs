@@ -51,7 +51,7 @@ test('clients of one context share a model by default, except one on a clock of 
 test('leadership changing hands: a clean close\'s final state waited for, a state it cannot read ignored, a heartbeat adopted empty, a final state as it is unless a later leader may have spent it; a dead thread\'s lock never passed on', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
   const child = spawnSync(node, [fileURLToPath(new URL('./handover-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 30_000 });
   assert.equal(child.status, 0, child.stderr);
-  const { unreadableState, clean, afterHeartbeat, afterFinal, spentByALaterLeader, aloneAfter, leading } = JSON.parse(child.stdout);
+  const { unreadableState, clean, afterHeartbeat, afterFinal, spentByALaterLeader, noLaterLeader, aloneAfter, leading } = JSON.parse(child.stdout);
   assert.deepEqual(clean, [9, 9, 9, 9, 9], 'a clean close hands its 9 on, though the lock may arrive before its final state');
   assert.deepEqual(unreadableState, { probe: true, held: 'probe', woken: true, announced: true, reported: 1 }, 'a state it cannot read: the next leader starts empty, reports it, and leads');
   assert.equal(afterHeartbeat, 0, 'the heartbeat showed 9, which the old leader may have granted since');
@@ -59,6 +59,8 @@ test('leadership changing hands: a clean close\'s final state waited for, a stat
   // A later leader announced itself, in any order of arrival: it may have spent the 9 and died.
   // The older version's own state is taken (knowing nothing, the new leader probes: one goes).
   assert.deepEqual(spentByALaterLeader, { after: 0, before: 0, first: 0, tied: 0, unversioned: 0, 'unversioned state': 1 });
+  // The final word replaces the heartbeat of its own epoch; an earlier leader's word changes nothing.
+  assert.deepEqual(noLaterLeader, { 'heartbeat first': 9, stale: 9 });
   assert.equal(leading, false, 'Node never passed the terminated thread\'s lock on');
   assert.ok(aloneAfter >= 1500 && aloneAfter < 6000, `paced alone after three missed heartbeats, not never: ${aloneAfter} ms`);
 });
