@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { source } from './helpers.mjs';
 
 const node = process.env.EDGEBUCKET_NODE24;
 
@@ -74,4 +75,56 @@ test('a follower closed while its lock request is still queued lets go of its pa
   assert.equal(listener, 'freed');
   // The 20,000-scope state is about 2 MB; kept, nothing is freed.
   assert.ok(stateFreedMB >= 1, `the leader's last state was collected: ${stateFreedMB} MB freed`);
+});
+
+test('between contexts: a leader hands every ticket to its pacer, followers take only their own grants (also while closing), changes wake listeners, a new leader settles its own questions, a lone follower keeps one pacer', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
+  const child = spawnSync(node, [fileURLToPath(new URL('./peers-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 15_000 });
+  assert.equal(child.status, 0, child.stderr);
+  const { leader, followers, own, alone } = JSON.parse(child.stdout);
+  assert.deepEqual(leader, {
+    // A follower's messages, then the leader's own tickets, handed back by the shared pacer.
+    calls: [['observe', 'F.1', 429, { cached: true }], ['release', 'F.2'], ['refund', 'F.3'], ['observe', 'L.1', 200, { limits: [] }], ['release', 'L.2'], ['refund', 'L.3']],
+    woken: 1,
+    // Its heartbeat after a second, then its last word, both of its epoch and naming it.
+    heard: ['changed', 'state heartbeat 1', 'state final 1'],
+    senders: ['a named leader'],
+  });
+  assert.deepEqual(followers.first, { a: { ok: true, ticket: { id: 'A.1' } }, b: { ok: false, wait: 50, reason: 'leader' } }, 'B asked with the same id as A and did not take A\'s grant');
+  assert.deepEqual(followers.woken, [2, 2], 'changed and leader wake a follower\'s listeners, until they unsubscribe');
+  assert.equal(followers.secondOfB, 'B.2');
+  assert.deepEqual(followers.received, ['release A.1', 'refund A.2', 'refund A.3', 'release B.2'], 'A, closing, hands back both grants to its questions, and not B\'s; B released B.2 at its close and said nothing after');
+  assert.deepEqual(own, { outcome: 'a demand the pacer refuses', woken: 1 }, 'the throw reaches the question, as the pacer\'s own would, and taking the lead wakes the listeners');
+  // Any word of a leader (a grant to another follower included) sends it back to asking.
+  assert.equal(alone.length, 4);
+  for (const [i, each] of alone.entries()) assert.deepEqual(each, {
+    made: 1,
+    tickets: ['D.1', 'D.2', 'D.3'],
+    calls: [['observe', 'D.1', 200, { limits: [] }], ['release', 'D.2'], ['refund', 'D.3']],
+    woken: [2, 2, 1, 1][i], // its own pacer's change, then the leader's changed or leader
+    afterQuestion: 'D.4', // another follower's question is no leader speaking
+    afterLeader: { ok: false, wait: 50, reason: 'leader', asked: 1 }, // a leader spoke: asked again
+    handedBack: [],
+  });
+});
+
+test('sharing needs both BroadcastChannel and Web Locks: without either a context paces alone', async (t) => {
+  const { canShare } = await source('tabs.js');
+  const channel = Object.getOwnPropertyDescriptor(globalThis, 'BroadcastChannel');
+  const navigator = Object.getOwnPropertyDescriptor(globalThis, 'navigator');
+  t.after(() => {
+    Object.defineProperty(globalThis, 'BroadcastChannel', channel);
+    if (navigator) Object.defineProperty(globalThis, 'navigator', navigator);
+    else delete globalThis.navigator;
+  });
+  const runtime = (BroadcastChannel, navigator) => {
+    Object.defineProperty(globalThis, 'BroadcastChannel', { value: BroadcastChannel, configurable: true, writable: true });
+    Object.defineProperty(globalThis, 'navigator', { value: navigator, configurable: true, writable: true });
+    return canShare();
+  };
+  const locks = { request: () => {} };
+  assert.equal(runtime(class {}, { locks }), true);
+  assert.equal(runtime(undefined, { locks }), false, 'no BroadcastChannel');
+  assert.equal(runtime(class {}, undefined), false, 'no navigator');
+  assert.equal(runtime(class {}, {}), false, 'no Web Locks');
+  assert.equal(runtime(class {}, { locks: {} }), false, 'Web Locks without request');
 });
