@@ -112,23 +112,27 @@ test("an infinite wait is looked at again at its recheck, though nothing else wa
   assert.deepEqual(ran, [2], 'asked again once the ticket expired');
 });
 
-test('a grant for an entry that left while it was decided is refunded, never used', async () => {
-  const refunded = [];
-  let leave;
-  const queue = new RequestQueue({
-    concurrency: 1,
-    now: () => 0,
-    refund: (ticket) => refunded.push(ticket),
-    acquire: () => new Promise((resolve) => {
-      leave();
-      resolve({ ok: true, ticket: 'T' });
-    }),
-  });
-  const entry = waitingEntry(1);
-  leave = () => queue.remove(entry);
-  queue.add(entry);
-  await settle();
-  assert.deepEqual(refunded, ['T']);
+test('a grant for an entry that left while it was decided is refunded, never used; a wait hands nothing back and tells it nothing', async () => {
+  for (const [grant, expected] of [[{ ok: true, ticket: 'T' }, ['T']], [{ ok: false, wait: 100, reason: 'policy' }, []]]) {
+    const refunded = [];
+    const told = [];
+    let leave;
+    const queue = new RequestQueue({
+      concurrency: 1,
+      now: () => 0,
+      refund: (ticket) => refunded.push(ticket),
+      acquire: () => new Promise((resolve) => {
+        leave();
+        resolve(grant);
+      }),
+    });
+    const entry = waitingEntry(1, { waiting: (wait) => told.push(wait) });
+    leave = () => queue.remove(entry);
+    queue.add(entry);
+    await settle();
+    assert.deepEqual(refunded, expected, grant.reason ?? 'granted');
+    assert.deepEqual(told, []);
+  }
 });
 
 test('a first wait that times out at once does not hold its scope: the entries behind it ask for themselves', async (t) => {
@@ -313,4 +317,51 @@ test('close hands back what waits, disarms the wake-up and stops the queue; remo
   queue.add(waitingEntry(3));
   await new Promise((resolve) => setTimeout(resolve, 60));
   assert.equal(asked, askedBeforeClose, 'nothing is asked after close, not even at the wake-up');
+});
+
+test("entries behind a scope's wait are held by it without being asked: told its wait, or timed out now if it ends past their deadline", async (t) => {
+  const asked = new Set();
+  const told = [];
+  const timedOut = [];
+  const queue = new RequestQueue({
+    concurrency: 1,
+    now: () => 0,
+    refund: () => {},
+    acquire: (entry) => (asked.add(entry.seq), { ok: false, wait: 1000, reason: 'policy' }),
+  });
+  t.after(() => queue.close());
+  queue.add(waitingEntry(1, { priority: 1 }));
+  queue.add(waitingEntry(2, { deadline: 500, timedOut: () => timedOut.push(2) }));
+  queue.add(waitingEntry(3, { waiting: (grant) => told.push(grant) }));
+  await settle();
+  assert.deepEqual([...asked], [1], 'only the first of the scope is asked');
+  assert.deepEqual(timedOut, [2]);
+  assert.ok(told.length > 0 && told.every((grant) => grant.wait === 1000 && grant.reason === 'policy'), JSON.stringify(told));
+  assert.equal(queue.size, 2);
+});
+
+test('an entry that leaves while the pass decides on another is not asked for', async () => {
+  const asked = [];
+  const refunded = [];
+  let open;
+  const gate = new Promise((resolve) => {
+    open = resolve;
+  });
+  const queue = new RequestQueue({
+    concurrency: 3,
+    now: () => 0,
+    refund: (ticket) => refunded.push(ticket),
+    acquire: async (entry) => {
+      asked.push(entry.seq);
+      if (entry.seq === 0) await gate; // the next pass then looks at 1 and 2 together
+      if (entry.seq === 1) queue.remove(entries[2]); // 2 is aborted meanwhile
+      return { ok: true, ticket: entry.seq };
+    },
+  });
+  const entries = [0, 1, 2].map((seq) => waitingEntry(seq, { scope: `scope ${seq}`, start: () => {} }));
+  for (const entry of entries) queue.add(entry);
+  open();
+  await settle();
+  assert.deepEqual(asked, [0, 1]);
+  assert.deepEqual(refunded, []);
 });
