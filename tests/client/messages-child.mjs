@@ -14,8 +14,10 @@ const until = async (condition) => {
   while (!condition()) await sleep(10);
 };
 let reported = 0;
-console.error = () => {
+const said = new Set();
+console.error = (what) => {
   reported += 1;
+  said.add(what);
 };
 
 /** A real leader, sent messages it cannot read, then a question it can. */
@@ -31,8 +33,10 @@ async function leaderSide() {
   const unreadable = [{ type: 'acquire', from: 'x', id: 1 }, { type: 'acquire', from: 'x', id: 3, demand: {} }, { type: 'acquire', from: 'x', id: 4, demand: { ...demand, cost: '1' } }, { type: 'observe' }, { type: 'observe', ticket: { id: 'x.1' } }, { type: 'release' }, { type: 'refund', ticket: null }];
   // Each field of a demand on its own: a scope without an origin, or no byte count.
   unreadable.push({ type: 'acquire', from: 'x', id: 5, demand: { ...demand, origin: undefined } }, { type: 'acquire', from: 'x', id: 6, demand: { ...demand, bytes: undefined } });
-  // Not even objects: no version of the package sends them, and they are not reported.
+  // Not even objects: no version of the package sends them, and they are not reported. Nor are
+  // other leaders' messages, which a leader ignores (a predecessor's final state after the lock).
   for (const message of [null, 5, 'acquire']) other.postMessage(message);
+  for (const type of ['state', 'leader', 'changed', 'grant']) other.postMessage({ type, state: {}, final: true, epoch: 1, from: 'x', to: 'x', id: 1, grant: { ok: false, wait: 1 } });
   for (const message of unreadable) other.postMessage(message);
   other.postMessage({ type: 'acquire', from: 'x', id: 2, demand });
   await sleep(100);
@@ -59,4 +63,4 @@ async function followerSide() {
   return answer;
 }
 
-console.log(JSON.stringify({ leader: await leaderSide(), follower: await followerSide(), reported }));
+console.log(JSON.stringify({ leader: await leaderSide(), follower: await followerSide(), reported, said: [...said] }));

@@ -82,7 +82,7 @@ async function followersSide() {
   const received = [];
   channel.onmessage = ({ data }) => {
     if (data.type === 'acquire') asked.push(data);
-    else received.push(`${data.type} ${data.ticket.id}`);
+    else received.push(`${data.type} ${data.ticket?.id}`);
   };
   const grant = (question, id) => channel.postMessage({ type: 'grant', to: question.from, id: question.id, grant: { ok: true, ticket: { id } } });
   const a = sharedPacer(name, noPacer);
@@ -120,6 +120,13 @@ async function followersSide() {
   grant(third, 'A.3');
   await Promise.all([secondOfA, thirdOfA]);
   const other = await secondOfB;
+  // A wait is passed on as the leader gave it and holds no ticket; one that comes late is dropped.
+  const thirdOfB = b.acquire(demand);
+  await until(() => asked.length === 6);
+  const wait = { ok: false, wait: 500, reason: 'policy' };
+  channel.postMessage({ type: 'grant', to: asked[5].from, id: asked[5].id, grant: wait });
+  const waitOfB = await thirdOfB;
+  channel.postMessage({ type: 'grant', to: asked[1].from, id: asked[1].id, grant: wait }); // B's first question, long timed out
   await sleep(100);
   // B closes holding B.2: released, and its response coming later is told to nobody.
   b.close();
@@ -127,7 +134,7 @@ async function followersSide() {
   await sleep(50);
   channel.close();
   stepDown();
-  return { first, woken: [wokenBefore, woken], secondOfB: other.ticket?.id, received };
+  return { first, woken: [wokenBefore, woken], secondOfB: other.ticket?.id, waitOfB, received };
 }
 
 /** A context that takes the lead answers its own waiting questions, a throw of its pacer included. */

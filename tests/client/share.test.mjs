@@ -37,9 +37,10 @@ test('a follower refunds a grant that came too late, asks a silent leader rather
 test('messages a context cannot read (another version\'s, a bug) neither end the process nor settle a question', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
   const child = spawnSync(node, [fileURLToPath(new URL('./messages-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 10_000 });
   assert.equal(child.status, 0, child.stderr);
-  const { leader, follower, reported } = JSON.parse(child.stdout);
+  const { leader, follower, reported, said } = JSON.parse(child.stdout);
   assert.deepEqual(leader, [2], 'the leader still answers a question it can read');
   assert.equal(reported, 9, 'each message the leader could not handle is reported, and only those');
+  assert.deepEqual(said, ['edgebucket/client: a message from another tab could not be handled']);
   assert.deepEqual(follower, { ok: false, wait: 50, reason: 'leader' }, 'unreadable grants leave the question to time out');
 });
 
@@ -92,6 +93,7 @@ test('between contexts: a leader hands every ticket to its pacer, followers take
   assert.deepEqual(followers.first, { a: { ok: true, ticket: { id: 'A.1' } }, b: { ok: false, wait: 50, reason: 'leader' } }, 'B asked with the same id as A and did not take A\'s grant');
   assert.deepEqual(followers.woken, [2, 2], 'changed and leader wake a follower\'s listeners, until they unsubscribe');
   assert.equal(followers.secondOfB, 'B.2');
+  assert.deepEqual(followers.waitOfB, { ok: false, wait: 500, reason: 'policy' }, 'a wait passed on as the leader gave it');
   assert.deepEqual(followers.received, ['release A.1', 'refund A.2', 'refund A.3', 'release B.2'], 'A, closing, hands back both grants to its questions, and not B\'s; B released B.2 at its close and said nothing after');
   assert.deepEqual(own, { outcome: 'a demand the pacer refuses', woken: 1 }, 'the throw reaches the question, as the pacer\'s own would, and taking the lead wakes the listeners');
   // Any word of a leader (a grant to another follower included) sends it back to asking.
