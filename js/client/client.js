@@ -312,7 +312,13 @@ function deadlineSignal(job, ms) {
 }
 
 function abortReason(signal) {
-  return signal.reason instanceof EdgeBucketError && signal.reason.code === 'TIMEOUT' ? 'timeout' : 'aborted';
+  try {
+    return signal.reason instanceof EdgeBucketError && signal.reason.code === 'TIMEOUT' ? 'timeout' : 'aborted';
+  } catch {
+    // A reason whose prototype cannot be read (a revoked Proxy) is the caller's own, not our
+    // TIMEOUT; thrown here, it would leave the request out of the queue and never settled.
+    return 'aborted';
+  }
 }
 
 function anySignal(signals) {

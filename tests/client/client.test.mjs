@@ -269,6 +269,30 @@ test('an AbortSignal takes a request out of the queue with the signal\'s reason'
   await assert.rejects(client(`${server.url}/api/c`, { signal: AbortSignal.abort() }), { name: 'AbortError' });
 });
 
+test('an abort whose reason is a revoked Proxy still ends the request, with that reason', async (t) => {
+  // Telling a TIMEOUT from the caller's own abort reads the reason's prototype, which throws for a
+  // revoked Proxy: the request, already out of the queue, was never settled.
+  const server = await withServer(t, { capacity: 1, window: 60 });
+  const client = createClient({ share: false });
+  t.after(() => client.close());
+  await client(`${server.url}/api/a`);
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  const controller = new AbortController();
+  const waiting = client(`${server.url}/api/b`, { signal: controller.signal });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(client.stats().queued, 1);
+  controller.abort(proxy);
+  // (Wrapped: a promise resolved with the Proxy itself would read its `then`, and throw.)
+  const settled = await Promise.race([waiting.then(() => 'resolved', (error) => ({ error })), new Promise((resolve) => setTimeout(() => resolve('unsettled'), 1000))]);
+  assert.equal(settled.error, proxy, 'rejected with the reason');
+  assert.equal(client.stats().queued, 0);
+  const early = new AbortController();
+  early.abort(proxy);
+  const atOnce = await client(`${server.url}/api/c`, { signal: early.signal }).then(() => 'resolved', (error) => ({ error }));
+  assert.equal(atOnce.error, proxy, 'an aborted signal: rejected with its reason at once');
+});
+
 test('a 429 answered after the client closed or the request was aborted is not retried: the request ends at once', { timeout: 15_000 }, async (t) => {
   const ends = [
     ['close', (client) => client.close(), { code: 'CLOSED' }],
