@@ -82,27 +82,38 @@ test('between contexts: a leader hands every ticket to its pacer, followers take
   const child = spawnSync(node, [fileURLToPath(new URL('./peers-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 15_000 });
   assert.equal(child.status, 0, child.stderr);
   const { leader, followers, own, alone } = JSON.parse(child.stdout);
+  // Each pacer is a real one that knows the policy (9 tokens left, none refilled meanwhile); its
+  // tickets are labelled in the order it issued them, and `after` each ticket back is
+  // [available, inFlight]: only a refund gives the ticket's token back.
+  const ticket = (id) => ({ ok: true, ticket: { id, scope: 'https://api.example', origin: 'https://api.example' } });
   assert.deepEqual(leader, {
-    // A follower's messages, then the leader's own tickets, handed back by the shared pacer.
-    calls: [['observe', 'F.1', 429, { cached: true }], ['release', 'F.2'], ['refund', 'F.3'], ['observe', 'L.1', 200, { limits: [] }], ['release', 'L.2'], ['refund', 'L.3']],
-    woken: 1,
-    // Its heartbeat after a second, then its last word, both of its epoch and naming it.
-    heard: ['changed', 'state heartbeat 1', 'state final 1'],
+    // A follower's questions, answered with the leader's real tickets, which it then hands back;
+    // then the leader's own tickets, handed back by the shared pacer.
+    granted: [ticket('L.1'), ticket('L.2'), ticket('L.3')],
+    calls: [['observe', 'L.1', 429, { cached: true }], ['release', 'L.2'], ['refund', 'L.3'], ['observe', 'L.4', 200, { limits: [] }], ['release', 'L.5'], ['refund', 'L.6']],
+    after: [[6, 2], [6, 1], [7, 0], [4, 2], [4, 1], [5, 0]],
+    woken: 6, // each ticket back is a change of its pacer
+    // Its grants and the changes, announced; its heartbeat after a second, then its last word,
+    // both of its epoch and naming it.
+    heard: ['grant', 'grant', 'grant', 'changed', 'changed', 'changed', 'changed', 'changed', 'changed', 'state heartbeat 1', 'state final 1'],
     senders: ['a named leader'],
   });
-  assert.deepEqual(followers.first, { a: { ok: true, ticket: { id: 'A.1' } }, b: { ok: false, wait: 50, reason: 'leader' } }, 'B asked with the same id as A and did not take A\'s grant');
+  assert.deepEqual(followers.first, { a: ticket('L.1'), b: { ok: false, wait: 50, reason: 'leader' } }, 'B asked with the same id as A and did not take A\'s grant');
   assert.deepEqual(followers.woken, [2, 2], 'changed and leader wake a follower\'s listeners, until they unsubscribe');
-  assert.equal(followers.secondOfB, 'B.2');
+  assert.equal(followers.secondOfB, 'L.2');
   assert.deepEqual(followers.waitOfB, { ok: false, wait: 500, reason: 'policy' }, 'a wait passed on as the leader gave it');
-  assert.deepEqual(followers.received, ['release A.1', 'refund A.2', 'refund A.3', 'release B.2'], 'A, closing, hands back both grants to its questions, and not B\'s; B released B.2 at its close and said nothing after');
-  assert.deepEqual(own, { outcome: 'a demand the pacer refuses', woken: 1 }, 'the throw reaches the question, as the pacer\'s own would, and taking the lead wakes the listeners');
+  assert.deepEqual(followers.received, [['release', 'L.1'], ['refund', 'L.3'], ['refund', 'L.4'], ['release', 'L.2']], 'A, closing, hands back both grants to its questions, and not B\'s; B released L.2 at its close and said nothing after');
+  // L.2 was granted before A's release of L.1 arrived; at the end no ticket is out.
+  assert.deepEqual(followers.after, [[7, 1], [6, 2], [7, 1], [7, 0]]);
+  assert.deepEqual(own, { outcome: 'tokens must be an integer (a safe integer number or a BigInt), got 1.5', woken: 1, snapshot: { available: 9, inFlight: 0 } }, 'the throw reaches the question, as the pacer\'s own would, taking nothing, and taking the lead wakes the listeners');
   // Any word of a leader (a grant to another follower included) sends it back to asking.
   assert.equal(alone.length, 4);
   for (const [i, each] of alone.entries()) assert.deepEqual(each, {
     made: 1,
     tickets: ['D.1', 'D.2', 'D.3'],
     calls: [['observe', 'D.1', 200, { limits: [] }], ['release', 'D.2'], ['refund', 'D.3']],
-    woken: [2, 2, 1, 1][i], // its own pacer's change, then the leader's changed or leader
+    after: [[6, 2], [6, 1], [7, 0]],
+    woken: [4, 4, 3, 3][i], // its own pacer's three changes, then the leader's changed or leader
     afterQuestion: 'D.4', // another follower's question is no leader speaking
     afterLeader: { ok: false, wait: 50, reason: 'leader', asked: 1 }, // a leader spoke: asked again
     handedBack: [],
