@@ -391,7 +391,9 @@ function isGrant(grant) {
 function isDemand(demand) {
   if (demand === null || typeof demand !== 'object') return false;
   const { scope, origin, cost, bytes } = demand;
-  return typeof scope === 'string' && typeof origin === 'string' && Number.isFinite(cost) && Number.isFinite(bytes);
+  // As the client's options make them: a cost below 1 would be granted free by a pacer, and a
+  // fraction would make it throw on every repeat of the question.
+  return typeof scope === 'string' && typeof origin === 'string' && Number.isSafeInteger(cost) && cost >= 1 && Number.isSafeInteger(bytes) && bytes >= 0;
 }
 
 /** A message's leader epoch, or undefined when it has none (an older version sent it). */

@@ -33,6 +33,10 @@ async function leaderSide() {
   const unreadable = [{ type: 'acquire', from: 'x', id: 1 }, { type: 'acquire', from: 'x', id: 3, demand: {} }, { type: 'acquire', from: 'x', id: 4, demand: { ...demand, cost: '1' } }, { type: 'observe' }, { type: 'observe', ticket: { id: 'x.1' } }, { type: 'release' }, { type: 'refund', ticket: null }];
   // Each field of a demand on its own: a scope without an origin, or no byte count.
   unreadable.push({ type: 'acquire', from: 'x', id: 5, demand: { ...demand, origin: undefined } }, { type: 'acquire', from: 'x', id: 6, demand: { ...demand, bytes: undefined } });
+  // Costs and byte counts the client never makes: a pacer would grant a cost below 1 for free.
+  for (const [id, odd] of [[7, { cost: 0 }], [8, { cost: -1 }], [9, { cost: 1.5 }], [10, { bytes: -1 }], [11, { bytes: 0.5 }]]) {
+    unreadable.push({ type: 'acquire', from: 'x', id, demand: { ...demand, ...odd } });
+  }
   // Not even objects: no version of the package sends them, and they are not reported. Nor are
   // other leaders' messages, which a leader ignores (a predecessor's final state after the lock).
   for (const message of [null, 5, 'acquire']) other.postMessage(message);
