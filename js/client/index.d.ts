@@ -219,7 +219,7 @@ export interface LimitSnapshot {
 export interface PacingClient {
   (input: RequestInfo | URL, init?: RequestInit & { edgebucket?: RequestPacing }): Promise<Response>;
   stats(): ClientStats;
-  /** What the client has learned (null in a tab that follows another). */
+  /** What the client has learned (null in a tab that follows another; a follower pacing alone, its leader silent, shows its own). */
   model(): {
     limits: LimitSnapshot[];
     /** `learnedRate` (requests/s) and `learnedLevel` (whole tokens) once a header-less 429 taught a rate. */

@@ -239,6 +239,9 @@ export function sharedPacer(name, makePacer) {
     }
   }
 
+  /** Whether this follower's questions have gone unanswered long enough for it to pace alone. */
+  const leaderless = () => unansweredSince !== null && Date.now() - unansweredSince >= LEADERLESS_AFTER;
+
   /** A grant from this context's own pacer, while no leader answers. */
   function acquireAlone(demand) {
     if (alone === null) {
@@ -262,8 +265,7 @@ export function sharedPacer(name, makePacer) {
   return {
     acquire(demand) {
       if (leader !== null) return leader.acquire(demand);
-      const leaderless = unansweredSince !== null && Date.now() - unansweredSince >= LEADERLESS_AFTER;
-      return leaderless ? acquireAlone(demand) : ask(demand);
+      return leaderless() ? acquireAlone(demand) : ask(demand);
     },
     observe: (ticket, status, observation) => handBack('observe', ticket, { status, observation }),
     release: (ticket) => handBack('release', ticket),
@@ -272,7 +274,8 @@ export function sharedPacer(name, makePacer) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
-    snapshot: () => (leader !== null ? leader.snapshot() : null),
+    // A follower pacing alone shows its own model; one that asks a leader has none to show.
+    snapshot: () => (leader !== null ? leader.snapshot() : alone !== null && leaderless() ? alone.snapshot() : null),
     get leading() {
       return leader !== null;
     },

@@ -247,10 +247,12 @@ async function aloneSide(word) {
   channel.postMessage({ type: 'acquire', from: 'another follower', id: 1, demand });
   await sleep(50);
   const afterQuestion = await follower.acquire(demand);
+  const modelAlone = follower.snapshot()?.limits.map((limit) => [limit.available, limit.inFlight]);
   const asked = heard.length;
   channel.postMessage(word);
   await sleep(50);
   const afterLeader = await follower.acquire(demand);
+  const modelAfterLeader = follower.snapshot();
   follower.close();
   channel.close();
   stepDown();
@@ -261,6 +263,8 @@ async function aloneSide(word) {
     after: pacer.after,
     woken,
     afterQuestion: pacer.label(afterQuestion.ticket?.id),
+    modelAlone,
+    modelAfterLeader,
     afterLeader: { ...afterLeader, asked: heard.length - asked },
     handedBack: heard.filter((type) => type !== 'acquire'),
   };
