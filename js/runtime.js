@@ -11,8 +11,6 @@ export function isRawBucket(value) {
 }
 
 const SLOTS = 16;
-const KEY_BYTES = 65536;
-export const MAX_KEY_BYTES = KEY_BYTES - 1;
 export const ARG_TOKENS = 0;
 export const ARG_TIME = SLOTS - 1; // no result uses it: the time outlives an operation's calls
 export const ARG_WAIT = 2;
@@ -26,6 +24,8 @@ const I64_MIN = -(2n ** 63n);
 export const I64_MAX = 2n ** 63n - 1n;
 
 let memory, address, numbers, integers, given, keyBytes;
+/** Room for a key in the exchange (the longest key plus one, for encodeInto to overrun into), as the wasm module says. */
+let keyRoom, longestKey;
 const encoder = new TextEncoder();
 
 /** Called by each entry point once the wasm module is instantiated. */
@@ -33,6 +33,8 @@ export function ready() {
   raw.setErrorClass(EdgeBucketError);
   memory = raw.wasmMemory();
   address = raw.exchangeAddress();
+  keyRoom = raw.exchangeKeyBytes();
+  longestKey = keyRoom - 1;
   views();
 }
 
@@ -42,7 +44,7 @@ function views() {
   numbers = new Float64Array(buffer, address, SLOTS);
   integers = new BigInt64Array(buffer, address + 8 * SLOTS, SLOTS);
   given = new Uint32Array(buffer, address + 16 * SLOTS, SLOTS);
-  keyBytes = new Uint8Array(buffer, address + 20 * SLOTS, KEY_BYTES);
+  keyBytes = new Uint8Array(buffer, address + 20 * SLOTS, keyRoom);
 }
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
@@ -124,17 +126,17 @@ export function writeKey(key) {
       if (i === length) return length;
     }
     // Each UTF-16 unit is at least a byte of UTF-8: refused before a huge string is scanned.
-    if (length > MAX_KEY_BYTES) throw keyTooLong(`at least ${length}`);
+    if (length > longestKey) throw keyTooLong(`at least ${length}`);
     // UTF-8 has no form for a lone surrogate: encodeInto writes U+FFFD, so '\uD800' and '\uFFFD'
     // would be one key.
     if (hasLoneSurrogate(key)) throw invalidArgument('a string key must be well-formed Unicode: it has a lone surrogate');
     const { read, written } = encoder.encodeInto(key, keyBytes);
-    if (read < length || written > MAX_KEY_BYTES) throw keyTooLong(encoder.encode(key).length);
+    if (read < length || written > longestKey) throw keyTooLong(encoder.encode(key).length);
     return written;
   }
   if (typedArrayName.call(key) === 'Uint8Array') {
     const length = typedArrayLength.call(key);
-    if (length > MAX_KEY_BYTES) throw keyTooLong(length);
+    if (length > longestKey) throw keyTooLong(length);
     if (length > 0) {
       keyBytes.set(key);
     } else if (!copies(key)) {
@@ -172,7 +174,7 @@ function hasLoneSurrogate(key) {
 }
 
 function keyTooLong(length) {
-  return new EdgeBucketError('KEY_TOO_LONG', `a key of ${length} bytes is longer than the maximum of ${MAX_KEY_BYTES} bytes`);
+  return new EdgeBucketError('KEY_TOO_LONG', `a key of ${length} bytes is longer than the maximum of ${longestKey} bytes`);
 }
 
 /** A duration in the configuration schema's forms, read by the Rust core's parser, in nanoseconds. */

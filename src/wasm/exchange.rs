@@ -22,7 +22,8 @@ use crate::core::store::MAX_KEY_BYTES;
 
 /// Number slots (results and arguments).
 pub const SLOTS: usize = 16;
-/// Room for the longest key.
+/// Room for the longest key and one byte more: JS's `encodeInto` fills its view of the room, and
+/// a key that reaches the last byte is too long.
 pub const KEY_BYTES: usize = MAX_KEY_BYTES + 1;
 
 /// Status: the operation's answer was no (or `None`).
@@ -66,6 +67,13 @@ thread_local! {
 #[wasm_bindgen(js_name = exchangeAddress)]
 pub fn exchange_address() -> u32 {
     EXCHANGE.with(|e| e.as_ptr() as usize as u32)
+}
+
+/// [`KEY_BYTES`], from which JS sizes its view of the key room and the longest key it writes, so
+/// that the two sides cannot disagree.
+#[wasm_bindgen(js_name = exchangeKeyBytes)]
+pub fn exchange_key_bytes() -> u32 {
+    KEY_BYTES as u32
 }
 
 /// The wasm memory, for the JS views of the exchange area.
