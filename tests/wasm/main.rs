@@ -9,7 +9,8 @@ use edgebucket::wasm::bucket::RawBucket;
 use edgebucket::wasm::configuration::RawConfiguration;
 use edgebucket::wasm::errors::{set_error_class, take_error};
 use edgebucket::wasm::exchange::{
-    exchange_address, wasm_memory, ARG_TIME, SLOTS, STATUS_ERROR, STATUS_FALSE, STATUS_NEEDS_CONFIGURATION, STATUS_TRUE,
+    exchange_address, wasm_memory, ARG_TIME, ARG_WAIT, SLOTS, STATUS_ERROR, STATUS_FALSE, STATUS_NEEDS_CONFIGURATION,
+    STATUS_TRUE,
 };
 use edgebucket::wasm::store::RawStore;
 use edgebucket::wasm::time::duration_nanos_js;
@@ -97,6 +98,19 @@ fn bad_arguments_leave_an_error_with_the_core_code() {
 }
 
 #[wasm_bindgen_test]
+fn a_failed_operation_leaves_no_bigint_flag_behind() {
+    // Found by mutation testing: the maximum wait's BigInt is not taken when the tokens fail
+    // first, and its flag left set would turn a later NaN into that stale wait.
+    let mut bucket = RawBucket::new(&ten_per_second(), false, 0.0, 0.0).unwrap();
+    give(ARG_WAIT as u32, 5_000_000_000);
+    assert_eq!(bucket.reserve(1.5, f64::NAN, 0.0), STATUS_ERROR);
+    assert_eq!(code_of(&take_error()), "INVALID_ARGUMENT");
+    assert_eq!(bucket.reserve(1.0, f64::NAN, 0.0), STATUS_ERROR, "a NaN without a BigInt is an error");
+    assert_eq!(code_of(&take_error()), "INVALID_ARGUMENT");
+    assert_eq!(bucket.try_consume(10.0, 0.0), STATUS_TRUE, "nothing was reserved");
+}
+
+#[wasm_bindgen_test]
 fn errors_are_made_of_the_registered_class() {
     let class =
         js_sys::Function::new_with_args("code, message", "this.code = code; this.message = message; this.mine = true;");
@@ -148,6 +162,31 @@ fn times_in_milliseconds_fractions_and_bigint_nanoseconds() {
     clear_flag(ARG_TIME as u32);
     assert_eq!(exact.try_consume(1.0, f64::NAN), STATUS_ERROR, "a NaN without a BigInt is an error");
     assert_eq!(code_of(&take_error()), "INVALID_ARGUMENT");
+}
+
+/// Found by mutation testing: no test reached the clock's range checks or a fraction's nanoseconds.
+#[wasm_bindgen_test]
+fn times_past_the_range_are_errors_and_fractions_are_exact() {
+    let error = |status| {
+        assert_eq!(status, STATUS_ERROR);
+        assert_eq!(code_of(&take_error()), "INVALID_ARGUMENT");
+    };
+    let mut bucket = RawBucket::new(&ten_per_second(), true, 0.0, 0.0).unwrap();
+    // Whole milliseconds past 2^63 nanoseconds (year 2262): an error, not a wrapped time.
+    let past_2262 = (i64::MAX / 1_000_000 + 1) as f64;
+    error(bucket.try_consume(1.0, past_2262));
+    error(bucket.try_consume(1.0, -past_2262));
+    // Fractional milliseconds up to 9.2 × 10^12 are read, beyond it refused.
+    assert_eq!(bucket.try_consume(1.0, 9.2e12 + 0.5), STATUS_TRUE);
+    error(bucket.try_consume(1.0, 9.3e12 + 0.5));
+    // In range, but past 2^63 nanoseconds once the origin is added.
+    let mut late = RawBucket::new(&ten_per_second(), true, 9.2e12, 0.0).unwrap();
+    error(late.try_consume(1.0, 3e11));
+    // A fraction of a millisecond is kept to the nanosecond: 0.5 ms to the next token.
+    let mut fine = RawBucket::new(&ten_per_second(), true, 0.0, 0.0).unwrap();
+    assert_eq!(fine.try_consume(10.0, 0.0), STATUS_TRUE);
+    assert_eq!(fine.try_consume_and_return_remaining(1.0, 99.5), STATUS_FALSE);
+    assert_eq!(number(1), 500_000.0);
 }
 
 #[wasm_bindgen_test]

@@ -225,6 +225,24 @@ test('equals is false for anything but a configuration, primitives and null incl
   assert.equal(config.equals(BucketConfiguration.fromJSON(config.toJSON())), true);
 });
 
+test('equals compares every part of every limit', () => {
+  // Found by mutation testing of the bindings: no test compared two different configurations.
+  const limit = { capacity: 10, refill: { kind: 'greedy', tokens: 10, period: '1s' }, initialTokens: 5, id: 'a' };
+  const of = (...bandwidths) => BucketConfiguration.fromJSON({ bandwidths });
+  const base = of(limit);
+  assert.equal(base.equals(of({ ...limit })), true);
+  const changed = [
+    { ...limit, capacity: 11 },
+    { ...limit, refill: { ...limit.refill, kind: 'intervally' } },
+    { ...limit, refill: { ...limit.refill, tokens: 9 } },
+    { ...limit, refill: { ...limit.refill, period: '2s' } },
+    { ...limit, initialTokens: 6 },
+    { ...limit, id: 'b' },
+  ];
+  for (const other of changed) assert.equal(base.equals(of(other)), false, JSON.stringify(other));
+  assert.equal(base.equals(of(limit, { ...limit, id: 'b' })), false, 'a limit more');
+});
+
 test('a missing bandwidth or refill is a shape error from the schema, not a TypeError read in JS', () => {
   const cases = [
     [undefined, 'expected struct ConfigurationSpec'],

@@ -357,6 +357,8 @@ test('error messages name what was wrong and show the value given', () => {
     [make({ maxKeys: { get constructor() { throw new Error('mine'); } } }), 'maxKeys must be a whole number or Infinity, got object'],
     [make({ maxKeyBytes: 1.5 }), 'maxKeyBytes must be a whole number, got number 1.5'],
     [make({ maxKeyBytes: 2n }), 'maxKeyBytes must be a whole number, got bigint 2'],
+    // The range as the docs give it (found by mutation testing of the bindings).
+    [make({ maxKeyBytes: 65535 }), 'maxKeyBytes must be from 65536 to 4294967296, got 65535'],
     [() => new BucketStore(null), `new BucketStore takes an object { ${known} }`],
     [() => new BucketStore('configuration'), `new BucketStore takes an object { ${known} }`],
     [make({ maxkeys: 10 }), `new BucketStore has no option "maxkeys" (known: ${known})`],
