@@ -10,6 +10,7 @@ import { offer } from './load.mjs';
 import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
+import { inspect } from 'node:util';
 import { devImport } from './helpers.mjs';
 
 async function withServer(t, options) {
@@ -19,8 +20,10 @@ async function withServer(t, options) {
 }
 
 test('bad options are EdgeBucketErrors with code INVALID_ARGUMENT, the package\'s own class', async () => {
+  const cyclic = {};
+  cyclic.self = cyclic;
   const bad = [
-    [{ concurency: 2 }, /no option "concurency"/],
+    [{ concurency: 2 }, /^createClient has no option "concurency" \(known: fetch, concurrency, maxQueue, timeout, retry, jitter, priority, cost, partition, share, probe, hooks, clock, random\)/],
     [{ concurrency: 0 }, /concurrency must be a positive integer or Infinity, got 0/],
     [{ maxQueue: -1 }, /maxQueue/],
     [{ maxQueue: 0 }, /maxQueue must be a positive integer or Infinity, got 0/],
@@ -52,25 +55,91 @@ test('bad options are EdgeBucketErrors with code INVALID_ARGUMENT, the package\'
     [new Map([['concurrency', 2]]), /createClient options must be an object/],
     [{ retry: { limit: null } }, /retry.limit must be a non-negative integer, got null/],
     [{ hooks: { paced: null } }, /hooks.paced\[0\] must be a function, got null/],
+    // Neither null, a number nor a function holds options.
+    [null, /createClient options must be an object, got null/],
+    [5, /createClient options must be an object, got 5/],
+    [{ retry: null }, /retry must be an object, got null/],
+    [{ hooks: () => {} }, /hooks must be an object, got a function/],
+    // Each range's edges.
+    [{ concurrency: 2.5 }, /concurrency must be a positive integer or Infinity, got 2.5/],
+    [{ cost: Infinity }, /cost must be a positive integer, got Infinity/],
+    [{ retry: -1 }, /retry must be a non-negative integer, got -1/],
+    [{ retry: { methods: 'GET' } }, /retry.methods must be an array of method names, got "GET"/],
+    [{ retry: { methods: ['GET', 1] } }, /retry.methods must be an array of method names, got \["GET",1\]/],
+    [{ retry: { statusCodes: 429 } }, /retry.statusCodes must be an array of HTTP status codes, got 429/],
+    [{ retry: { statusCodes: [429, 600] } }, /retry.statusCodes must be an array of HTTP status codes, got \[429,600\]/],
+    [{ retry: { statusCodes: [429.5] } }, /retry.statusCodes/],
+    [{ retry: { maxRetryAfter: -1 } }, /retry.maxRetryAfter must be a non-negative number of ms, got -1/],
+    [{ timeout: 0 }, /timeout must be a positive number of milliseconds or false, got 0/],
+    [{ timeout: '1000' }, /timeout must be a positive number of milliseconds or false, got "1000"/],
+    [{ timeout: true }, /timeout must be a positive number of milliseconds or false, got true/],
+    [{ jitter: -0.1 }, /jitter must be a number from 0 to 1, got -0.1/],
+    [{ jitter: '0.5' }, /jitter must be a number from 0 to 1, got "0.5"/],
+    [{ share: 1 }, /share must be true, false or a non-empty name, got 1/],
+    [{ partition: 'x-user' }, /partition must be a function, got "x-user"/],
+    [{ clock: 5 }, /clock must be a function, got 5/],
+    [{ random: 0.5 }, /random must be a function, got 0.5/],
+    [{ hooks: { retry: [() => {}, 'log'] } }, /hooks.retry\[1\] must be a function, got "log"/],
+    // Values JSON cannot show are still shown.
+    [{ jitter: () => 0.1 }, /jitter must be a number from 0 to 1, got a function/],
+    [{ share: Symbol('budget') }, /share must be true, false or a non-empty name, got Symbol\(budget\)/],
+    [{ retry: { methods: cyclic } }, /retry.methods must be an array of method names, got \[object Object\]/],
   ];
   for (const [options, message] of bad) {
     assert.throws(() => createClient(options), (e) => e instanceof EdgeBucketError && e instanceof PackageError &&
-      e.code === 'INVALID_ARGUMENT' && message.test(e.message), JSON.stringify(options));
+      e.code === 'INVALID_ARGUMENT' && message.test(e.message), inspect(options));
   }
   // Undefined is missing, at every level; any object that is not a collection holds options.
   const options = class { concurrency = 3; share = false; get [Symbol.toStringTag]() { return 'Options'; } };
-  for (const given of [{ share: false, retry: { limit: undefined }, hooks: { paced: undefined }, jitter: undefined }, new options()]) {
-    assert.equal(typeof createClient(given), 'function', JSON.stringify(given));
+  // Each range's edges, inside.
+  const good = [
+    { share: false, retry: { limit: undefined }, hooks: { paced: undefined }, jitter: undefined }, new options(), undefined,
+    { retry: 0 }, { retry: false }, { retry: { limit: 0, maxRetryAfter: 0, backoffLimit: 0, statusCodes: [100, 599] } },
+    { timeout: false }, { jitter: 0 }, { jitter: 1 }, { concurrency: Infinity, maxQueue: Infinity }, { maxQueue: 1 },
+    { share: 'budget' }, { cost: () => 2 }, { hooks: { paced: [() => {}, () => {}] } },
+  ];
+  for (const given of good) {
+    const client = createClient(given);
+    assert.equal(typeof client, 'function', JSON.stringify(given));
+    client.close();
+  }
+  const globalFetch = globalThis.fetch;
+  globalThis.fetch = undefined;
+  try {
+    assert.throws(() => createClient({ share: false }), (e) => e.code === 'INVALID_ARGUMENT' && /^no fetch: pass options.fetch/.test(e.message));
+  } finally {
+    globalThis.fetch = globalFetch;
   }
   const client = createClient({ share: false });
   await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { cost: -1 } }), { code: 'INVALID_ARGUMENT' });
-  await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { prio: 1 } }), { code: 'INVALID_ARGUMENT' });
+  await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { prio: 1 } }), { code: 'INVALID_ARGUMENT', message: /^init.edgebucket has no option "prio" \(known: priority, cost, timeout\)/ });
   await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket: { cost: null } }), /init.edgebucket.cost must be a positive integer, got null/);
+  for (const [edgebucket, message] of [
+    [null, /init.edgebucket must be an object, got null/],
+    [{ priority: 'high' }, /init.edgebucket.priority must be a finite number, got "high"/],
+    [{ timeout: 0 }, /init.edgebucket.timeout must be a positive number of milliseconds or false, got 0/],
+  ]) {
+    await assert.rejects(client('http://127.0.0.1:9/api', { edgebucket }), (e) => e.code === 'INVALID_ARGUMENT' && message.test(e.message), JSON.stringify(edgebucket));
+  }
+  const costly = createClient({ share: false, cost: () => 0 });
+  await assert.rejects(costly('http://127.0.0.1:9/api'), (e) => e.code === 'INVALID_ARGUMENT' && /the cost option's result must be a positive integer, got 0/.test(e.message));
   // Read as text, any two Promises (or objects) would be one partition.
   for (const [partition, message] of [[async () => 'alice', /the partition option's result must be a string, got a Promise/], [() => ({ user: 1 }), /got {"user":1}/], [() => 7, /got 7/]]) {
     const partitioned = createClient({ share: false, partition });
     await assert.rejects(partitioned('http://127.0.0.1:9/api'), (e) => e.code === 'INVALID_ARGUMENT' && message.test(e.message));
   }
+  // The origin's own scope, as headers.get gives for a missing header, as without the option.
+  const limited = async () => new Response('ok', { headers: { 'ratelimit-policy': '"burst";q=50;w=5', ratelimit: '"burst";r=12;t=0' } });
+  for (const partition of [() => '', () => null, () => undefined, undefined]) {
+    const partitioned = createClient({ share: false, partition, fetch: limited });
+    assert.equal((await partitioned('http://a.example/')).status, 200, String(partition));
+    assert.deepEqual(partitioned.model().scopes.map((s) => s.scope), ['http://a.example'], String(partition));
+  }
+  // A clock given is the one read.
+  let reads = 0;
+  const clocked = createClient({ clock: () => (reads++, performance.now()), fetch: limited });
+  await clocked('http://a.example/');
+  assert.ok(reads > 0, 'the clock was read');
 });
 
 test('a request past maxQueue fails with QUEUE_FULL at once, and the dropped hook says so', async (t) => {
