@@ -230,6 +230,41 @@ test('retry.methods match a custom method whatever its case', async () => {
   assert.equal(calls, 2, 'retried once');
 });
 
+test('retry: by default twice, for 429 and 503, on the idempotent methods; or a limit, or false', async () => {
+  /** How many times `init` is sent when every answer is `status` (Retry-After: 0). */
+  async function sends(options, init, status = 503) {
+    let calls = 0;
+    const fetch = async () => (++calls, new Response('', { status, headers: { 'retry-after': '0' } }));
+    const client = createClient({ share: false, probe: false, fetch, ...options });
+    assert.equal((await client('http://a.example/x', init)).status, status);
+    client.close();
+    return calls;
+  }
+  const methods = ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'POST', 'PATCH']; // TRACE: no platform Request takes it
+  const counts = await Promise.all(methods.map((method) => sends({}, { method })));
+  assert.deepEqual(Object.fromEntries(methods.map((method, i) => [method, counts[i]])),
+    { GET: 3, HEAD: 3, OPTIONS: 3, PUT: 3, DELETE: 3, POST: 1, PATCH: 1 });
+  const limits = await Promise.all([sends({}, {}, 429), sends({}, {}, 500), sends({ retry: false }), sends({ retry: 1 }), sends({ retry: { limit: 1 } })]);
+  assert.deepEqual(limits, [3, 1, 1, 2, 2]);
+});
+
+test('without hooks, a paced, retried or dropped request calls nothing and reports nothing', async (t) => {
+  const reported = [];
+  const original = console.error;
+  console.error = (...args) => reported.push(args);
+  t.after(() => { console.error = original; });
+  let calls = 0;
+  const fetch = async () => (++calls === 1 ? new Response('', { status: 503, headers: { 'retry-after': '0' } }) : new Response('ok'));
+  const client = createClient({ share: false, concurrency: 1, maxQueue: 1, fetch });
+  // The first is retried; the second is paced behind the probe, then shed for the retry (never
+  // shed) waiting; the third is one too many waiting.
+  const answers = await Promise.allSettled(['a', 'b', 'c'].map((name) => client(`http://a.example/${name}`)));
+  assert.deepEqual(answers.map((a) => a.value?.status ?? a.reason.code), [200, 'QUEUE_FULL', 'QUEUE_FULL']);
+  const { retries, paced, dropped } = client.stats();
+  assert.deepEqual({ retries, paced, dropped }, { retries: 1, paced: 1, dropped: 2 });
+  assert.deepEqual(reported, []);
+});
+
 test('a retry that its timeout would cut is not made: the response that asked for it is the answer', async () => {
   const answers = [
     // The wait comes from RateLimit's t, not Retry-After: known only to the pacer.
