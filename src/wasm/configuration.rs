@@ -42,12 +42,6 @@ impl RawConfiguration {
     pub fn equals(&self, other: &RawConfiguration) -> bool {
         self.configuration == other.configuration
     }
-
-    /// Number of bandwidths.
-    #[wasm_bindgen(getter)]
-    pub fn length(&self) -> u32 {
-        self.configuration.bandwidths().len() as u32
-    }
 }
 
 /// `spec` as a plain JS object; integers as numbers, or all as BigInts if one is beyond 2^53
