@@ -46,8 +46,9 @@ fn version_and_strategy(version: f64, strategy_name: &str) -> Result<(u64, Token
     Ok((version, strategy))
 }
 
-/// A random hash seed: keys often come from clients, who should not choose collisions.
-fn hash_seed() -> u64 {
+/// A random hash seed, a new one for each store: keys often come from clients, who should not
+/// choose collisions. Public for the bindings' tests.
+pub fn hash_seed() -> u64 {
     // crypto.getRandomValues is in every runtime the package supports (Node 20 and later,
     // browsers, workerd); should it fail, the non-cryptographic Math.random still varies the
     // seed between stores.

@@ -12,7 +12,7 @@ use edgebucket::wasm::exchange::{
     exchange_address, wasm_memory, ARG_TIME, ARG_WAIT, SLOTS, STATUS_ERROR, STATUS_FALSE, STATUS_NEEDS_CONFIGURATION,
     STATUS_TRUE,
 };
-use edgebucket::wasm::store::RawStore;
+use edgebucket::wasm::store::{hash_seed, RawStore};
 use edgebucket::wasm::time::duration_nanos_js;
 use js_sys::{BigInt64Array, Float64Array, Reflect, Uint32Array, Uint8Array, JSON};
 use wasm_bindgen::{JsCast, JsValue};
@@ -210,6 +210,14 @@ fn durations_are_read_by_the_core_parser() {
     assert_eq!(number(0), 90_000.0 * MS);
     assert_eq!(code_of(&duration_nanos_js("1 fortnight".into()).unwrap_err()), "INVALID_DURATION");
     assert_eq!(code_of(&duration_nanos_js((-5.0).into()).unwrap_err()), "INVALID_DURATION");
+}
+
+#[wasm_bindgen_test]
+fn every_store_gets_a_random_hash_seed() {
+    // Found by mutation testing: a fixed seed passed every test, and would let clients compute
+    // keys that all collide. Two equal draws of 64 random bits: a chance of 2^-64.
+    let seeds = [hash_seed(), hash_seed(), hash_seed()];
+    assert!(seeds[0] != seeds[1] && seeds[1] != seeds[2], "{seeds:?}");
 }
 
 #[wasm_bindgen_test]
