@@ -199,10 +199,4 @@ impl RawStore {
     pub fn size(&self) -> f64 {
         self.store.len() as f64
     }
-
-    /// Bytes of the keys held.
-    #[wasm_bindgen(getter, js_name = keyBytes)]
-    pub fn key_bytes(&self) -> f64 {
-        self.store.key_bytes() as f64
-    }
 }
