@@ -215,7 +215,7 @@ fn durations_are_read_by_the_core_parser() {
 #[wasm_bindgen_test]
 fn every_store_gets_a_random_hash_seed() {
     // Found by mutation testing: a fixed seed passed every test, and would let clients compute
-    // keys that all collide. Two equal draws of 64 random bits: a chance of 2^-64.
+    // keys that all collide. A false failure needs two equal draws of 64 random bits: about 2^-63.
     let seeds = [hash_seed(), hash_seed(), hash_seed()];
     assert!(seeds[0] != seeds[1] && seeds[1] != seeds[2], "{seeds:?}");
 }
