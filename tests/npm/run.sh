@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the packed tarball into a scratch project, as a user would, and runs the JS suite
 # against it: node --test on ESM and CommonJS (tests/npm/package), then headless Chromium,
-# workerd, an esbuild bundle and the types (tests/npm/platforms).
+# workerd, an esbuild bundle, the types and the docs' examples (tests/npm/platforms).
 #   tests/npm/run.sh [path/to/edgebucket-<version>.tgz]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
