@@ -94,6 +94,13 @@ test('shedding skips entries that left meanwhile (a dropped hook aborting others
   }
 });
 
+test('an entry shed without a full callback just leaves; past maxWaiting with only retries left, shedding stops', async (t) => {
+  const queue = waitingQueue(t, 1);
+  for (const [seq, retry] of [[1], [2, true], [3, true]]) queue.add(waitingEntry(seq, { retry }));
+  await settle(); // a throw while shedding would be an unhandled rejection, failing this test
+  assert.deepEqual(queue.close().map((entry) => entry.seq), [2, 3], 'both retries still wait');
+});
+
 test("an infinite wait is looked at again at its recheck, though nothing else wakes the queue", async (t) => {
   let asked = 0;
   const ran = [];
