@@ -31,8 +31,10 @@ async function leaderSide() {
     if (data.type === 'grant') grants.push(data.id);
   };
   const unreadable = [{ type: 'acquire', from: 'x', id: 1 }, { type: 'acquire', from: 'x', id: 3, demand: {} }, { type: 'acquire', from: 'x', id: 4, demand: { ...demand, cost: '1' } }, { type: 'observe' }, { type: 'observe', ticket: { id: 'x.1' } }, { type: 'release' }, { type: 'refund', ticket: null }];
-  // Each field of a demand on its own: a scope without an origin, or no byte count.
-  unreadable.push({ type: 'acquire', from: 'x', id: 5, demand: { ...demand, origin: undefined } }, { type: 'acquire', from: 'x', id: 6, demand: { ...demand, bytes: undefined } });
+  // Each field of a demand on its own: a scope without an origin or the other way round, or no byte count.
+  for (const [id, missing] of [[5, 'origin'], [6, 'bytes'], [12, 'scope']]) unreadable.push({ type: 'acquire', from: 'x', id, demand: { ...demand, [missing]: undefined } });
+  // A demand that is no object: a pacer asked for a string would grant a scope named "undefined".
+  for (const [id, odd] of [[13, null], [14, 'https://api.example']]) unreadable.push({ type: 'acquire', from: 'x', id, demand: odd });
   // Costs and byte counts the client never makes: a pacer would grant a cost below 1 for free.
   for (const [id, odd] of [[7, { cost: 0 }], [8, { cost: -1 }], [9, { cost: 1.5 }], [10, { bytes: -1 }], [11, { bytes: 0.5 }]]) {
     unreadable.push({ type: 'acquire', from: 'x', id, demand: { ...demand, ...odd } });
