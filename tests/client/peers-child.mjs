@@ -237,8 +237,15 @@ async function aloneSide(word) {
   follower.onChange(() => {
     woken += 1;
   });
+  // Its model before each question, the last one asked leaderless already, before it made a pacer.
+  const modelsAsking = new Set();
   let grant;
-  while (!(grant = await follower.acquire(demand)).ok) await sleep(50);
+  for (;;) {
+    modelsAsking.add(follower.snapshot());
+    grant = await follower.acquire(demand);
+    if (grant.ok) break;
+    await sleep(50);
+  }
   const tickets = [grant.ticket, (await follower.acquire(demand)).ticket, (await follower.acquire(demand)).ticket];
   follower.observe(tickets[0], 200, { limits: [] });
   follower.release(tickets[1]);
@@ -263,6 +270,7 @@ async function aloneSide(word) {
     after: pacer.after,
     woken,
     afterQuestion: pacer.label(afterQuestion.ticket?.id),
+    modelsAsking: [...modelsAsking],
     modelAlone,
     modelAfterLeader,
     afterLeader: { ...afterLeader, asked: heard.length - asked },

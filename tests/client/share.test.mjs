@@ -115,6 +115,7 @@ test('between contexts: a leader hands every ticket to its pacer, followers take
     after: [[6, 2], [6, 1], [7, 0]],
     woken: [4, 4, 3, 3][i], // its own pacer's three changes, then the leader's changed or leader
     afterQuestion: 'D.4', // another follower's question is no leader speaking
+    modelsAsking: [null], // none while it asks, nor once leaderless before its first pacer is made
     modelAlone: [[6, 1]], // its own pacer's model while alone, D.4 out
     modelAfterLeader: null, // asking a leader again, it has none of its own to show
     afterLeader: { ok: false, wait: 50, reason: 'leader', asked: 1 }, // a leader spoke: asked again
