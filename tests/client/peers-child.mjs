@@ -218,6 +218,20 @@ async function ownQuestions() {
 }
 
 /**
+ * A context that has heard no leader takes the lead at once, with no predecessor's final state to
+ * wait for (FINAL_WITHIN, 50 ms): its own question is answered before a 50 ms timer set first.
+ */
+async function firstLeader() {
+  const late = sleep(50).then(() => 'not within 50 ms');
+  const shared = sharedPacer(`peers-first-${process.pid}`, () => spyPacer('F'));
+  // Node 24 grants a free lock at once, and a grant comes back as it is; asked, it is a promise.
+  const question = Promise.resolve(shared.acquire(demand));
+  const answered = await Promise.race([question.then((grant) => shared.leading && grant.ok), late]);
+  shared.close();
+  return answered;
+}
+
+/**
  * A follower whose questions go unanswered paces alone, with one pacer of its own, and hands its
  * own tickets back to that pacer, not to a leader, until a leader speaks (`word`, of a leader).
  */
@@ -289,4 +303,5 @@ const alone = Promise.all(words.map(aloneSide));
 const leader = await leaderSide();
 const followers = await followersSide();
 const own = await ownQuestions();
-console.log(JSON.stringify({ leader, followers, own, alone: await alone }));
+const first = await firstLeader();
+console.log(JSON.stringify({ leader, followers, own, first, alone: await alone }));

@@ -81,7 +81,7 @@ test('a follower closed while its lock request is still queued lets go of its pa
 test('between contexts: a leader hands every ticket to its pacer, followers take only their own grants (also while closing), changes wake listeners, a new leader settles its own questions, a lone follower keeps one pacer', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
   const child = spawnSync(node, [fileURLToPath(new URL('./peers-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 15_000 });
   assert.equal(child.status, 0, child.stderr);
-  const { leader, followers, own, alone } = JSON.parse(child.stdout);
+  const { leader, followers, own, first, alone } = JSON.parse(child.stdout);
   // Each pacer is a real one that knows the policy (9 tokens left, none refilled meanwhile); its
   // tickets are labelled in the order it issued them, and `after` each ticket back is
   // [available, inFlight]: only a refund gives the ticket's token back.
@@ -106,6 +106,7 @@ test('between contexts: a leader hands every ticket to its pacer, followers take
   // L.2 was granted before A's release of L.1 arrived; at the end no ticket is out.
   assert.deepEqual(followers.after, [[7, 1], [6, 2], [7, 1], [7, 0]]);
   assert.deepEqual(own, { outcome: 'tokens must be an integer (a safe integer number or a BigInt), got 1.5', woken: 1, snapshot: { available: 9, inFlight: 0 } }, 'the throw reaches the question, as the pacer\'s own would, taking nothing, and taking the lead wakes the listeners');
+  assert.equal(first, true, 'a context that heard no leader leads at once, answering its own question');
   // Any word of a leader (a grant to another follower included) sends it back to asking.
   assert.equal(alone.length, 4);
   for (const [i, each] of alone.entries()) assert.deepEqual(each, {
