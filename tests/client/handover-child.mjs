@@ -42,7 +42,8 @@ async function grantsAtOnce(shared) {
  * version that sends no epoch (`unversioned`); or B heard nothing of A and took A's epoch
  * (`tied`), so which of the two came later cannot be told. Or no later leader, but A's heartbeat
  * came before its final word (`heartbeat first`: a leader that lived a second), or a delayed
- * announcement of an earlier leader Z (epoch 0) after A's (`stale`).
+ * announcement or heartbeat of an earlier leader Z (epoch 0) after A's (`stale`, `stale state`),
+ * or A's heartbeat and final word came only once the lock had passed (`after the lock`).
  */
 async function handover(final, later = null) {
   const name = `handover-${final}-${later}-${process.pid}`;
@@ -50,14 +51,17 @@ async function handover(final, later = null) {
   const next = sharedPacer(name, makePacer);
   const channel = new BroadcastChannel(`edgebucket:${name}`);
   const announce = (epoch, from) => channel.postMessage({ type: 'leader', epoch, from });
+  const heartbeat = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final: false, epoch: 1, from: 'A' });
+  const lastWord = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final, epoch: 1, from: 'A' });
   if (later === 'first') announce(2, 'B');
   announce(1, 'A');
   if (later === 'before') announce(2, 'B');
-  if (later === 'heartbeat first') channel.postMessage({ type: 'state', state: knowingPacer().export(), final: false, epoch: 1, from: 'A' });
-  channel.postMessage({ type: 'state', state: knowingPacer().export(), final, epoch: 1, from: 'A' });
+  if (later === 'heartbeat first') heartbeat();
+  if (later !== 'after the lock') lastWord();
   if (later === 'after') announce(2, 'B');
   if (later === 'tied') announce(1, 'B');
   if (later === 'stale') announce(0, 'Z');
+  if (later === 'stale state') channel.postMessage({ type: 'state', state: makePacer().export(), final: false, epoch: 0, from: 'Z' });
   if (later === 'unversioned') channel.postMessage({ type: 'leader' });
   if (later === 'unversioned state') {
     // An older version's leader that knows nothing yet: its state, not A's, is the latest.
@@ -65,9 +69,15 @@ async function handover(final, later = null) {
     channel.postMessage({ type: 'state', state: makePacer().export(), final: true });
   }
   await sleep(100); // heard; a heartbeat's leader may then grant all 9 before it dies
-  channel.close();
   stepDown();
+  // The next one waits for A's last word, which comes after the lock (nearly always in Node 24)
+  // and after a heartbeat sent meanwhile.
+  if (later === 'after the lock') {
+    heartbeat();
+    lastWord();
+  }
   await until(() => next.leading);
+  channel.close();
   const granted = await grantsAtOnce(next);
   next.close();
   return granted;
@@ -142,7 +152,7 @@ if (isMainThread) {
   const spentByALaterLeader = {};
   for (const later of ['after', 'before', 'first', 'tied', 'unversioned', 'unversioned state']) spentByALaterLeader[later] = await handover(true, later);
   const noLaterLeader = {};
-  for (const other of ['heartbeat first', 'stale']) noLaterLeader[other] = await handover(true, other);
+  for (const other of ['heartbeat first', 'stale', 'stale state', 'after the lock']) noLaterLeader[other] = await handover(true, other);
   // A leading worker thread terminated: Node 24 never passes its lock on.
   const name = `terminated-${process.pid}`;
   const worker = new Worker(new URL(import.meta.url), { workerData: { name } });
