@@ -43,6 +43,7 @@ async function grantsAtOnce(shared) {
  * (`tied`), so which of the two came later cannot be told. Or no later leader, but A's heartbeat
  * came before its final word (`heartbeat first`: a leader that lived a second), or a delayed
  * announcement or heartbeat of an earlier leader Z (epoch 0) after A's (`stale`, `stale state`),
+ * also one of epoch 1 after A's of epoch 2 (`stale at 1`),
  * or A's heartbeat and final word came only once the lock had passed (`after the lock`).
  */
 async function handover(final, later = null) {
@@ -51,16 +52,18 @@ async function handover(final, later = null) {
   const next = sharedPacer(name, makePacer);
   const channel = new BroadcastChannel(`edgebucket:${name}`);
   const announce = (epoch, from) => channel.postMessage({ type: 'leader', epoch, from });
-  const heartbeat = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final: false, epoch: 1, from: 'A' });
-  const lastWord = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final, epoch: 1, from: 'A' });
+  const epochOfA = later === 'stale at 1' ? 2 : 1;
+  const heartbeat = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final: false, epoch: epochOfA, from: 'A' });
+  const lastWord = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final, epoch: epochOfA, from: 'A' });
   if (later === 'first') announce(2, 'B');
-  announce(1, 'A');
+  announce(epochOfA, 'A');
   if (later === 'before') announce(2, 'B');
   if (later === 'heartbeat first') heartbeat();
   if (later !== 'after the lock') lastWord();
   if (later === 'after') announce(2, 'B');
   if (later === 'tied') announce(1, 'B');
   if (later === 'stale') announce(0, 'Z');
+  if (later === 'stale at 1') announce(1, 'Z');
   if (later === 'stale state') channel.postMessage({ type: 'state', state: makePacer().export(), final: false, epoch: 0, from: 'Z' });
   if (later === 'unversioned') channel.postMessage({ type: 'leader' });
   if (later === 'unversioned state') {
@@ -155,7 +158,7 @@ if (isMainThread) {
   const spentByALaterLeader = {};
   for (const later of ['after', 'before', 'first', 'tied', 'unversioned', 'unversioned state']) spentByALaterLeader[later] = await handover(true, later);
   const noLaterLeader = {};
-  for (const other of ['heartbeat first', 'stale', 'stale state', 'after the lock']) noLaterLeader[other] = await handover(true, other);
+  for (const other of ['heartbeat first', 'stale', 'stale at 1', 'stale state', 'after the lock']) noLaterLeader[other] = await handover(true, other);
   // A leading worker thread terminated: Node 24 never passes its lock on.
   const name = `terminated-${process.pid}`;
   const worker = new Worker(new URL(import.meta.url), { workerData: { name } });
