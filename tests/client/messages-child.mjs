@@ -15,9 +15,12 @@ const until = async (condition) => {
 };
 let reported = 0;
 const said = new Set();
-console.error = (what) => {
+/** How many of the errors reported are the leader's own refusal of a demand (not a pacer's throw). */
+let refused = 0;
+console.error = (what, error) => {
   reported += 1;
   said.add(what);
+  if (error.message === 'an acquire without a demand it can read') refused += 1;
 };
 
 /** A real leader, sent messages it cannot read, then a question it can. */
@@ -69,4 +72,4 @@ async function followerSide() {
   return answer;
 }
 
-console.log(JSON.stringify({ leader: await leaderSide(), follower: await followerSide(), reported, said: [...said] }));
+console.log(JSON.stringify({ leader: await leaderSide(), follower: await followerSide(), reported, refused, said: [...said] }));
