@@ -269,6 +269,7 @@ async function aloneSide(word) {
   await sleep(50);
   const afterQuestion = await follower.acquire(demand);
   const modelAlone = follower.snapshot()?.limits.map((limit) => [limit.available, limit.inFlight]);
+  const { ok, reason } = await follower.acquire({ ...demand, cost: 10 }); // more than its pacer has left
   const asked = heard.length;
   channel.postMessage(word);
   await sleep(50);
@@ -286,6 +287,7 @@ async function aloneSide(word) {
     afterQuestion: pacer.label(afterQuestion.ticket?.id),
     modelsAsking: [...modelsAsking],
     modelAlone,
+    waitAlone: { ok, reason },
     modelAfterLeader,
     afterLeader: { ...afterLeader, asked: heard.length - asked },
     handedBack: heard.filter((type) => type !== 'acquire'),

@@ -120,6 +120,7 @@ test('between contexts: a leader hands every ticket to its pacer, followers take
     afterQuestion: 'D.4', // another follower's question is no leader speaking
     modelsAsking: [null], // none while it asks, nor once leaderless before its first pacer is made
     modelAlone: [[6, 1]], // its own pacer's model while alone, D.4 out
+    waitAlone: { ok: false, reason: 'policy' }, // its own pacer's wait, passed on
     modelAfterLeader: null, // asking a leader again, it has none of its own to show
     afterLeader: { ok: false, wait: 50, reason: 'leader', asked: 1 }, // a leader spoke: asked again
     handedBack: [],
