@@ -203,6 +203,13 @@ async function followersSide() {
 async function ownQuestions() {
   const name = `peers-own-${process.pid}`;
   const stepDown = await holdLeaderLock(name);
+  const channel = new BroadcastChannel(`edgebucket:${name}`);
+  const asked = [];
+  const refunded = [];
+  channel.onmessage = ({ data }) => {
+    if (data.type === 'acquire') asked.push(data);
+    if (data.type === 'refund') refunded.push(data.ticket.id);
+  };
   const shared = sharedPacer(name, () => spyPacer('O'));
   let woken = 0;
   shared.onChange(() => {
@@ -214,7 +221,11 @@ async function ownQuestions() {
   const outcome = await Promise.race([question.then((grant) => grant, (error) => error.message), sleep(1000).then(() => 'unsettled')]);
   const [limit] = shared.snapshot()?.limits ?? [];
   shared.close();
-  return { outcome, woken, snapshot: limit && { available: limit.available, inFlight: limit.inFlight } };
+  // A grant to the question it settled itself, come after its close: it waits for no answer.
+  for (const { from, id } of asked) channel.postMessage({ type: 'grant', to: from, id, grant: { ok: true, ticket: { id: 'late' } } });
+  await sleep(50);
+  channel.close();
+  return { outcome, woken, snapshot: limit && { available: limit.available, inFlight: limit.inFlight }, asked: asked.length, refunded };
 }
 
 /**

@@ -107,7 +107,7 @@ test('between contexts: a leader hands every ticket to its pacer, followers take
   assert.deepEqual(followers.received, [['release', 'L.1'], ['refund', 'L.3'], ['refund', 'L.4'], ['release', 'L.2']], 'A, closing, hands back both grants to its questions, and not B\'s; B released L.2 at its close and said nothing after');
   // L.2 was granted before A's release of L.1 arrived; at the end no ticket is out.
   assert.deepEqual(followers.after, [[7, 1], [6, 2], [7, 1], [7, 0]]);
-  assert.deepEqual(own, { outcome: 'tokens must be an integer (a safe integer number or a BigInt), got 1.5', woken: 1, snapshot: { available: 9, inFlight: 0 } }, 'the throw reaches the question, as the pacer\'s own would, taking nothing, and taking the lead wakes the listeners');
+  assert.deepEqual(own, { outcome: 'tokens must be an integer (a safe integer number or a BigInt), got 1.5', woken: 1, snapshot: { available: 9, inFlight: 0 }, asked: 1, refunded: [] }, 'the throw reaches the question, as the pacer\'s own would, taking nothing, and taking the lead wakes the listeners; closed, it hands back no grant to a question it settled itself');
   assert.equal(first, true, 'a context that heard no leader leads at once, answering its own question');
   // Any word of a leader (a grant to another follower included) sends it back to asking.
   assert.equal(alone.length, 4);
