@@ -97,8 +97,10 @@ async function unreadable() {
   const name = `unreadable-${process.pid}`;
   const original = console.error;
   let reported = 0;
-  console.error = () => {
+  let said;
+  console.error = (what) => {
     reported += 1;
+    said = what;
   };
   const stepDown = await holdLeaderLock(name);
   const next = sharedPacer(name, makePacer);
@@ -123,7 +125,7 @@ async function unreadable() {
   next.close();
   channel.close();
   console.error = original;
-  return { probe: probe.ok, held: held.reason, woken, announced: heard.includes('leader'), reported };
+  return { probe: probe.ok, held: held.reason, woken, announced: heard.includes('leader'), reported, said };
 }
 
 /**

@@ -56,7 +56,7 @@ test('leadership changing hands: a clean close\'s final state waited for, a stat
   assert.equal(child.status, 0, child.stderr);
   const { unreadableState, clean, afterHeartbeat, afterFinal, spentByALaterLeader, noLaterLeader, aloneAfter, leading } = JSON.parse(child.stdout);
   assert.deepEqual(clean, [9, 9, 9, 9, 9], 'a clean close hands its 9 on, though the lock may arrive before its final state');
-  assert.deepEqual(unreadableState, { probe: true, held: 'probe', woken: true, announced: true, reported: 1 }, 'a state it cannot read: the next leader starts empty, reports it, and leads');
+  assert.deepEqual(unreadableState, { probe: true, held: 'probe', woken: true, announced: true, reported: 1, said: "edgebucket/client: a predecessor's state could not be adopted; starting empty" }, 'a state it cannot read: the next leader starts empty, reports it, and leads');
   assert.equal(afterHeartbeat, 0, 'the heartbeat showed 9, which the old leader may have granted since');
   assert.equal(afterFinal, 9, 'a closing leader\'s final state is its last word');
   // A later leader announced itself, in any order of arrival: it may have spent the 9 and died.
