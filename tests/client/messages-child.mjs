@@ -59,10 +59,14 @@ async function followerSide() {
   const name = `messages-follower-${process.pid}`;
   const stepDown = await holdLeaderLock(name);
   const leader = new BroadcastChannel(`edgebucket:${name}`);
+  const handedBack = [];
   leader.onmessage = ({ data }) => {
+    if (data.type === 'refund') handedBack.push(data.ticket ?? null);
     if (data.type !== 'acquire') return;
     for (const message of [null, 5, 'grant']) leader.postMessage(message);
     for (const grant of [undefined, null, { ok: true }, { ok: false }, { ok: true, ticket: { id: 1 } }, { wait: 10 }]) leader.postMessage({ type: 'grant', to: data.from, id: data.id, grant });
+    // The second question's answer, a wait, comes after the close: no ticket to hand back.
+    if (data.id === 2) leader.postMessage({ type: 'grant', to: data.from, id: data.id, grant: { ok: false, wait: 10, reason: 'policy' } });
   };
   const follower = sharedPacer(name, makePacer);
   const answer = await follower.acquire(demand);
@@ -72,7 +76,9 @@ async function followerSide() {
   await sleep(50);
   leader.close();
   stepDown();
-  return answer;
+  return { answer, handedBack };
 }
 
-console.log(JSON.stringify({ leader: await leaderSide(), follower: await followerSide(), reported, refused, said: [...said] }));
+const leader = await leaderSide();
+const { answer, handedBack } = await followerSide();
+console.log(JSON.stringify({ leader, follower: answer, handedBack, reported, refused, said: [...said] }));

@@ -37,12 +37,13 @@ test('a follower refunds a grant that came too late, asks a silent leader rather
 test('messages a context cannot read (another version\'s, a bug) neither end the process nor settle a question', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
   const child = spawnSync(node, [fileURLToPath(new URL('./messages-child.mjs', import.meta.url))], { encoding: 'utf8', timeout: 10_000 });
   assert.equal(child.status, 0, child.stderr);
-  const { leader, follower, reported, refused, said } = JSON.parse(child.stdout);
+  const { leader, follower, handedBack, reported, refused, said } = JSON.parse(child.stdout);
   assert.deepEqual(leader, [2], 'the leader still answers a question it can read');
   assert.equal(reported, 17, 'each message the leader could not handle is reported, and only those');
   assert.equal(refused, 13, 'each acquire with a demand it cannot read is refused as such, before its pacer sees it');
   assert.deepEqual(said, ['edgebucket/client: a message from another tab could not be handled']);
   assert.deepEqual(follower, { ok: false, wait: 50, reason: 'leader' }, 'unreadable grants leave the question to time out');
+  assert.deepEqual(handedBack, [], 'a wait that comes after the close holds no ticket to hand back');
 });
 
 test('clients of one context share a model by default, except one on a clock of its own', { skip: !node && 'EDGEBUCKET_NODE24 is not set' }, () => {
