@@ -44,7 +44,8 @@ async function grantsAtOnce(shared) {
  * came before its final word (`heartbeat first`: a leader that lived a second), or a delayed
  * announcement or heartbeat of an earlier leader Z (epoch 0) after A's (`stale`, `stale state`),
  * also one of epoch 1 after A's of epoch 2 (`stale at 1`),
- * or A's heartbeat and final word came only once the lock had passed (`after the lock`).
+ * or A's heartbeat and final word came only once the lock had passed (`after the lock`); or B led
+ * after A and sent its own final state (`its own last word`).
  */
 async function handover(final, later = null) {
   const name = `handover-${final}-${later}-${process.pid}`;
@@ -64,6 +65,11 @@ async function handover(final, later = null) {
   if (later === 'tied') announce(1, 'B');
   if (later === 'stale') announce(0, 'Z');
   if (later === 'stale at 1') announce(1, 'Z');
+  if (later === 'its own last word') {
+    // B took over after A and closed cleanly: its final state, not A's, is the last word.
+    announce(2, 'B');
+    channel.postMessage({ type: 'state', state: knowingPacer().export(), final: true, epoch: 2, from: 'B' });
+  }
   if (later === 'stale state') channel.postMessage({ type: 'state', state: makePacer().export(), final: false, epoch: 0, from: 'Z' });
   if (later === 'unversioned') channel.postMessage({ type: 'leader' });
   if (later === 'unversioned state') {
@@ -160,7 +166,7 @@ if (isMainThread) {
   const spentByALaterLeader = {};
   for (const later of ['after', 'before', 'first', 'tied', 'unversioned', 'unversioned state']) spentByALaterLeader[later] = await handover(true, later);
   const noLaterLeader = {};
-  for (const other of ['heartbeat first', 'stale', 'stale at 1', 'stale state', 'after the lock']) noLaterLeader[other] = await handover(true, other);
+  for (const other of ['heartbeat first', 'stale', 'stale at 1', 'stale state', 'after the lock', 'its own last word']) noLaterLeader[other] = await handover(true, other);
   // A leading worker thread terminated: Node 24 never passes its lock on.
   const name = `terminated-${process.pid}`;
   const worker = new Worker(new URL(import.meta.url), { workerData: { name } });
