@@ -20,7 +20,7 @@ let refused = 0;
 console.error = (what, error) => {
   reported += 1;
   said.add(what);
-  if (error.message === 'an acquire without a demand it can read') refused += 1;
+  if (error?.message === 'an acquire without a demand it can read') refused += 1;
 };
 
 /** A real leader, sent messages it cannot read, then a question it can. */
