@@ -39,7 +39,8 @@ async function grantsAtOnce(shared) {
  * may have spent what A left, and died without a word of its own, so the lock now passes on.
  * Its announcement arrives after A's last word (`after`), before it (`before`), even before A's
  * own announcement (`first`: nothing orders two senders' messages), or comes from an older
- * version that sends no epoch (`unversioned`); or B heard nothing of A and took A's epoch
+ * version that sends no epoch (`unversioned`), or with an epoch that is no whole number ≥ 0 (`epoch
+ * 0.5`, `epoch -1`: read as none, not as an earlier leader's); or B heard nothing of A and took A's epoch
  * (`tied`), so which of the two came later cannot be told. Or no later leader, but A's heartbeat
  * came before its final word (`heartbeat first`: a leader that lived a second), or a delayed
  * announcement or heartbeat of an earlier leader Z (epoch 0) after A's (`stale`, `stale state`),
@@ -63,6 +64,8 @@ async function handover(final, later = null) {
   if (later !== 'after the lock') lastWord();
   if (later === 'after') announce(2, 'B');
   if (later === 'tied') announce(1, 'B');
+  if (later === 'epoch 0.5') announce(0.5, 'B');
+  if (later === 'epoch -1') announce(-1, 'B');
   if (later === 'stale') announce(0, 'Z');
   if (later === 'stale at 1') announce(1, 'Z');
   if (later === 'its own last word') {
@@ -164,7 +167,7 @@ if (isMainThread) {
   const afterHeartbeat = await handover(false);
   const afterFinal = await handover(true);
   const spentByALaterLeader = {};
-  for (const later of ['after', 'before', 'first', 'tied', 'unversioned', 'unversioned state']) spentByALaterLeader[later] = await handover(true, later);
+  for (const later of ['after', 'before', 'first', 'tied', 'unversioned', 'epoch 0.5', 'epoch -1', 'unversioned state']) spentByALaterLeader[later] = await handover(true, later);
   const noLaterLeader = {};
   for (const other of ['heartbeat first', 'stale', 'stale at 1', 'stale state', 'after the lock', 'its own last word']) noLaterLeader[other] = await handover(true, other);
   // A leading worker thread terminated: Node 24 never passes its lock on.
