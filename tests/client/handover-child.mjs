@@ -83,7 +83,9 @@ async function handover(final, later = null) {
   await sleep(100); // heard; a heartbeat's leader may then grant all 9 before it dies
   // Whether it leads once the final word comes, not after waiting FINAL_WITHIN (50 ms) out: this
   // timer is set before the lock passes, so before the one of that wait.
-  const led = Promise.race([new Promise((resolve) => next.onChange(() => resolve('at the final word'))), sleep(50).then(() => 'after 50 ms')]);
+  const led = later === 'after the lock'
+    ? Promise.race([new Promise((resolve) => next.onChange(() => resolve('at the final word'))), sleep(50).then(() => 'after 50 ms')])
+    : null;
   stepDown();
   // The next one waits for A's last word, which comes after the lock (nearly always in Node 24)
   // and after a heartbeat sent meanwhile.
@@ -95,7 +97,7 @@ async function handover(final, later = null) {
   channel.close();
   const granted = await grantsAtOnce(next);
   next.close();
-  return later === 'after the lock' ? { granted, led: await led } : granted;
+  return led ? { granted, led: await led } : granted;
 }
 
 /**
