@@ -92,7 +92,13 @@ export interface RetryEvent {
 
 export interface DroppedEvent {
   request: Request;
+  /**
+   * `"queue-full"` (`maxQueue` was reached), `"timeout"` (the client's own `timeout` option, or a
+   * request's `edgebucket.timeout`, ran out) or `"aborted"` (the caller's `signal` fired, whatever
+   * its reason: an `AbortSignal.timeout()` of the caller's is `"aborted"` too).
+   */
   reason: 'queue-full' | 'timeout' | 'aborted';
+  /** What the request rejects with: an `EdgeBucketError` (`QUEUE_FULL`, `TIMEOUT`), or the caller's `signal.reason`. */
   error: unknown;
 }
 

@@ -373,6 +373,17 @@ test('an AbortSignal takes a request out of the queue with the signal\'s reason'
   await assert.rejects(client(`${server.url}/api/c`, { signal: AbortSignal.abort() }), { name: 'AbortError' });
 });
 
+test('the dropped hook tells the client\'s timeout from the caller\'s signal, an AbortSignal.timeout included', async (t) => {
+  const server = await withServer(t, { capacity: 1, window: 60 });
+  const dropped = [];
+  const client = createClient({ share: false, hooks: { dropped: ({ reason, error }) => dropped.push({ reason, error }) } });
+  t.after(() => client.close());
+  await client(`${server.url}/api/a`);
+  await assert.rejects(client(`${server.url}/api/b`, { edgebucket: { timeout: 5000 } }), { code: 'TIMEOUT' });
+  await assert.rejects(client(`${server.url}/api/c`, { signal: AbortSignal.timeout(100) }), { name: 'TimeoutError' });
+  assert.deepEqual(dropped.map((e) => [e.reason, e.error instanceof EdgeBucketError ? e.error.code : e.error.name]), [['timeout', 'TIMEOUT'], ['aborted', 'TimeoutError']]);
+});
+
 test('an abort whose reason is a revoked Proxy still ends the request, with that reason', async (t) => {
   // Telling a TIMEOUT from the caller's own abort reads the reason's prototype, which throws for a
   // revoked Proxy: the request, already out of the queue, was never settled.
