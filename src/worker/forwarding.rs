@@ -22,6 +22,10 @@ const CLIENT_CLAIMS: [&str; 6] =
 /// - `Forwarded`, `X-Forwarded-Host` and `X-Forwarded-Proto` say where the client sent it,
 ///   replacing the client's; its `X-Forwarded-Port`, `X-Forwarded-Prefix` and `X-Original-Host`
 ///   are dropped.
+/// - The client's address (`CF-Connecting-IP`) goes in `Forwarded`'s `for=` and at the end of
+///   `X-Forwarded-For`, after the client's own list (its claims; ours is the rightmost): behind
+///   a Worker the origin's own connection comes from Cloudflare, and without them it could not
+///   tell its clients apart.
 /// - An `Authorization` carrying one of the worker's own `secrets` (a client calling the service
 ///   API at a path that is the gateway's) is dropped: the origin never sees them.
 /// - Headers the client's `Connection` names, and `Keep-Alive` and `Proxy-Connection`, are for
@@ -52,10 +56,15 @@ pub fn upstream_request(
     for name in CLIENT_CLAIMS {
         headers.delete(name)?;
     }
+    let client = headers.get("CF-Connecting-IP")?.and_then(|address| client_address(&address));
     if let Some((scheme, host)) = req.site().split_once("://") {
         headers.set("X-Forwarded-Host", host)?;
         headers.set("X-Forwarded-Proto", scheme)?;
-        headers.set("Forwarded", &format!("host=\"{host}\";proto={scheme}"))?;
+        let node = client.as_ref().map(|c| format!("for={};", c.node)).unwrap_or_default();
+        headers.set("Forwarded", &format!("{node}host=\"{host}\";proto={scheme}"))?;
+    }
+    if let Some(client) = client {
+        headers.set("X-Forwarded-For", &forwarded_for(headers.get("X-Forwarded-For")?, &client.address))?;
     }
     if headers.get("Authorization")?.is_some_and(|value| secrets.is_secret(&value)) {
         headers.delete("Authorization")?;
@@ -74,6 +83,35 @@ pub fn upstream_request(
     }
     init.set_redirect(web_sys::RequestRedirect::Manual);
     Ok(web_sys::Request::new_with_str_and_init(target, &init)?)
+}
+
+/// The client's address as the origin is told it.
+#[derive(Debug, PartialEq, Eq)]
+struct ClientAddress {
+    /// As `X-Forwarded-For` lists addresses: `192.0.2.7`, `2001:db8::7`.
+    address: String,
+    /// As `Forwarded`'s `for=` takes it (RFC 7239 §6): an IPv6 address quoted in brackets.
+    node: String,
+}
+
+/// `CF-Connecting-IP` read as an IP address, in canonical form; `None` when it is not one, which
+/// on Cloudflare it always is (only a local run lets a client send its own) and which the origin
+/// is then not told.
+fn client_address(value: &str) -> Option<ClientAddress> {
+    let parsed: std::net::IpAddr = value.trim().parse().ok()?;
+    let address = parsed.to_string();
+    let node = if parsed.is_ipv6() { format!("\"[{address}]\"") } else { address.clone() };
+    Some(ClientAddress { address, node })
+}
+
+/// `X-Forwarded-For` with `address` at the end. The client's own list is kept before it, as
+/// proxies keep it (nginx's `$proxy_add_x_forwarded_for`, Cloudflare's edge): its entries are
+/// claims, and the rightmost, ours, is the address the gateway saw.
+fn forwarded_for(prior: Option<String>, address: &str) -> String {
+    match prior.as_deref().map(|p| p.trim_matches([' ', '\t', ','])).filter(|p| !p.is_empty()) {
+        Some(prior) => format!("{prior}, {address}"),
+        None => address.to_owned(),
+    }
 }
 
 /// Drops the headers that were for one hop alone; see [`upstream_request`].
@@ -257,7 +295,27 @@ fn is_dot_segment(segment: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{appended, hop_by_hop_names, merged_list, public_location};
+    use super::{
+        appended, client_address, forwarded_for, hop_by_hop_names, merged_list, public_location, ClientAddress,
+    };
+
+    #[test]
+    fn the_client_address_is_told_in_both_forms() {
+        let told = |address: &str, node: &str| Some(ClientAddress { address: address.into(), node: node.into() });
+        assert_eq!(client_address("203.0.113.7"), told("203.0.113.7", "203.0.113.7"));
+        assert_eq!(client_address(" 2001:DB8:0::7 "), told("2001:db8::7", "\"[2001:db8::7]\""), "canonical, quoted");
+        for odd in ["", "localhost", "203.0.113.7, 10.0.0.1", "[2001:db8::7]", "\"x\";for=evil"] {
+            assert_eq!(client_address(odd), None, "{odd:?}");
+        }
+    }
+
+    #[test]
+    fn the_client_address_goes_last_in_x_forwarded_for() {
+        assert_eq!(forwarded_for(None, "203.0.113.7"), "203.0.113.7");
+        assert_eq!(forwarded_for(Some(" ".into()), "203.0.113.7"), "203.0.113.7");
+        assert_eq!(forwarded_for(Some("10.0.0.1".into()), "203.0.113.7"), "10.0.0.1, 203.0.113.7");
+        assert_eq!(forwarded_for(Some("1.1.1.1, 10.0.0.1, ".into()), "2001:db8::7"), "1.1.1.1, 10.0.0.1, 2001:db8::7");
+    }
 
     #[test]
     fn the_origin_s_own_limits_come_first() {

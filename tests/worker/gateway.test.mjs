@@ -66,6 +66,9 @@ test("the origin learns where the client sent a request, and its redirects to it
     'x-forwarded-port': '443',
     'x-forwarded-prefix': '/evil',
     'x-original-host': 'spoofed.example',
+    'x-forwarded-for': '10.1.2.3',
+    // Set by Cloudflare's edge; a local run takes the client's.
+    'cf-connecting-ip': '203.0.113.9',
   };
   const sent = await w.call('/elsewhere', { headers: claims });
   assert.equal(sent.status, 200);
@@ -73,7 +76,11 @@ test("the origin learns where the client sent a request, and its redirects to it
   const { host } = new URL(w.url);
   assert.equal(seen.headers['x-forwarded-host'], host, "the gateway's host, not the client's claim");
   assert.equal(seen.headers['x-forwarded-proto'], 'http');
-  assert.equal(seen.headers.forwarded, `host="${host}";proto=http`);
+  assert.equal(seen.headers.forwarded, `for=203.0.113.9;host="${host}";proto=http`);
+  assert.equal(seen.headers['x-forwarded-for'], '10.1.2.3, 203.0.113.9', "the client's list, then the address the gateway saw");
+  assert.equal((await w.call('/elsewhere', { headers: { 'cf-connecting-ip': '2001:DB8::9' } })).status, 200);
+  const v6 = o.requests.at(-1).headers;
+  assert.deepEqual([v6.forwarded, v6['x-forwarded-for']], [`for="[2001:db8::9]";host="${host}";proto=http`, '2001:db8::9']);
   for (const dropped of ['x-forwarded-port', 'x-forwarded-prefix', 'x-original-host']) {
     assert.equal(seen.headers[dropped], undefined, dropped);
   }
