@@ -70,13 +70,10 @@ impl Secrets {
 
     /// Whether an `Authorization` value carries one of these secrets as its bearer token: a
     /// token the service endpoints take (`API_KEY` or `ADMIN_TOKEN`). Two `Authorization` lines
-    /// arrive joined by a comma, which no bearer token holds (RFC 6750's `b64token`): each part
-    /// is checked, and the whole value for a secret that has a comma all the same.
+    /// arrive joined by a comma, which no bearer token holds (RFC 6750's `b64token`), nor a secret
+    /// (the settings refuse one that does): each part is checked.
     pub fn is_secret(&self, authorization: &str) -> bool {
-        let parts = authorization.split(',').map(|part| part.trim_matches([' ', '\t']));
-        std::iter::once(authorization)
-            .chain(parts)
-            .any(|value| bearer_token(value).is_some_and(|token| self.grants(Role::Service, token)))
+        authorization.split(',').any(|part| bearer_token(part).is_some_and(|token| self.grants(Role::Service, token)))
     }
 
     /// The secrets that grant `role`: the admin token grants both.

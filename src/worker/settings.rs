@@ -79,18 +79,29 @@ fn read(env: &Env) -> Result<Settings, ApiError> {
         Some(text) => AllowedOrigins::parse(&text).map_err(ApiError::configuration)?,
         None => AllowedOrigins::None,
     };
-    let secret = |name| secret_value(var(env, name));
-    let secrets = Secrets::new(secret("ADMIN_TOKEN").as_deref(), secret("API_KEY").as_deref());
+    let secret = |name| secret_value(name, var(env, name)).map_err(ApiError::configuration);
+    let secrets = Secrets::new(secret("ADMIN_TOKEN")?.as_deref(), secret("API_KEY")?.as_deref());
     let log_decisions = var(env, "LOG_DECISIONS").is_none_or(|v| v != "false");
     Ok(Settings { policies, api_prefix, routes, origin, cors_origins, secrets, log_decisions })
 }
 
-/// A secret as set: spaces, tabs and line ends at its ends dropped, since a header value cannot
-/// carry them (HTTP trims them, as `auth::scheme_and_credential` does) and a secret with them could
-/// never be presented; `None` when nothing is left, as for an empty `ORIGIN`: an empty secret
-/// must never be matched by an empty token.
-fn secret_value(value: Option<String>) -> Option<String> {
-    value.map(|v| v.trim_matches([' ', '\t', '\r', '\n']).to_owned()).filter(|v| !v.trim().is_empty())
+/// The secret `name` as set: spaces, tabs and line ends at its ends dropped, since a header value
+/// cannot carry them (HTTP trims them, as `auth::scheme_and_credential` does) and a secret with
+/// them could never be presented; `None` when nothing is left, as for an empty `ORIGIN`: an
+/// empty secret must never be matched by an empty token.
+///
+/// # Errors
+/// When it holds a comma, which no bearer token does (RFC 6750's `b64token`): two
+/// `Authorization` lines arrive joined by one, and the gateway could not tell such a secret among
+/// them to keep it from the origin (`auth::Secrets::is_secret`).
+fn secret_value(name: &str, value: Option<String>) -> Result<Option<String>, String> {
+    let value = value.map(|v| v.trim_matches([' ', '\t', '\r', '\n']).to_owned()).filter(|v| !v.trim().is_empty());
+    if value.as_deref().is_some_and(|v| v.contains(',')) {
+        return Err(format!(
+            "{name} cannot hold a comma: a bearer token has none (RFC 6750), and two Authorization lines arrive joined by one; use letters, digits and -._~+/="
+        ));
+    }
+    Ok(value)
 }
 
 /// `ORIGIN` without a trailing slash, once it has the shape of an absolute `http(s)` URL that a
@@ -194,13 +205,21 @@ mod tests {
 
     #[test]
     fn secrets_lose_the_whitespace_a_header_cannot_carry() {
-        let value = |text: &str| secret_value(Some(text.to_owned()));
+        let value = |text: &str| secret_value("API_KEY", Some(text.to_owned())).unwrap();
         assert_eq!(value(" root \t\n").as_deref(), Some("root"), "as `Bearer root ` arrives");
         assert_eq!(value("ro ot").as_deref(), Some("ro ot"), "inside, it is the secret's");
         assert_eq!(value("\u{a0}root").as_deref(), Some("\u{a0}root"), "not HTTP's whitespace");
         assert_eq!(value(" \t"), None, "empty is unset");
         assert_eq!(value("\u{a0}"), None);
-        assert_eq!(secret_value(None), None);
+        assert_eq!(secret_value("API_KEY", None), Ok(None));
+    }
+
+    #[test]
+    fn a_secret_with_a_comma_is_refused() {
+        let error = secret_value("ADMIN_TOKEN", Some("ro,ot".into())).unwrap_err();
+        assert!(error.starts_with("ADMIN_TOKEN cannot hold a comma"), "{error}");
+        assert!(secret_value("API_KEY", Some(",".into())).is_err());
+        assert_eq!(secret_value("API_KEY", Some("a-Z_0.9~+/==".into())), Ok(Some("a-Z_0.9~+/==".into())));
     }
 
     #[test]

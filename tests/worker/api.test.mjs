@@ -533,4 +533,15 @@ test('a broken configuration is the operator\'s 500, with a message', async () =
   } finally {
     await broken.stop();
   }
+  // Among two Authorization lines (joined by a comma) the gateway could not find it to keep it
+  // from the origin.
+  const comma = await start({ vars: { POLICIES, API_KEY: 'svc,key' } });
+  try {
+    const r = await comma.call('/v1/buckets/k/consume', { method: 'POST', headers: { authorization: 'Bearer svc,key' }, body: JSON.stringify({ policy: 'one' }) });
+    assert.equal(r.status, 500);
+    const problem = await r.json();
+    assert.deepEqual([problem.code, problem.detail.startsWith('API_KEY cannot hold a comma')], ['CONFIGURATION_ERROR', true], problem.detail);
+  } finally {
+    await comma.stop();
+  }
 });
