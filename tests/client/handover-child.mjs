@@ -41,8 +41,9 @@ async function grantsAtOnce(shared) {
  * own announcement (`first`: nothing orders two senders' messages), or comes from an older
  * version that sends no epoch (`unversioned`), or with an epoch that is no whole number ≥ 0 (`epoch
  * 0.5`, `epoch -1`: read as none, not as an earlier leader's); or B heard nothing of A and took A's epoch
- * (`tied`), so which of the two came later cannot be told. Or no later leader, but A's heartbeat
- * came before its final word (`heartbeat first`: a leader that lived a second), or a delayed
+ * (`tied`; `tied first` when B's announcement arrives before A's), so which of the two came later
+ * cannot be told. Or no later leader, but A's heartbeat came before its final word
+ * (`heartbeat first`: a leader that lived a second), or a delayed
  * announcement or heartbeat of an earlier leader Z (epoch 0) after A's (`stale`, `stale state`),
  * also one of epoch 1 after A's of epoch 2 (`stale at 1`),
  * or A's heartbeat and final word came only once the lock had passed (`after the lock`); or B led
@@ -58,6 +59,7 @@ async function handover(final, later = null) {
   const heartbeat = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final: false, epoch: epochOfA, from: 'A' });
   const lastWord = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final, epoch: epochOfA, from: 'A' });
   if (later === 'first') announce(2, 'B');
+  if (later === 'tied first') announce(1, 'B');
   announce(epochOfA, 'A');
   if (later === 'before') announce(2, 'B');
   if (later === 'heartbeat first') heartbeat();
@@ -169,7 +171,7 @@ if (isMainThread) {
   const afterHeartbeat = await handover(false);
   const afterFinal = await handover(true);
   const spentByALaterLeader = {};
-  for (const later of ['after', 'before', 'first', 'tied', 'unversioned', 'epoch 0.5', 'epoch -1', 'unversioned state']) spentByALaterLeader[later] = await handover(true, later);
+  for (const later of ['after', 'before', 'first', 'tied', 'tied first', 'unversioned', 'epoch 0.5', 'epoch -1', 'unversioned state']) spentByALaterLeader[later] = await handover(true, later);
   const noLaterLeader = {};
   for (const other of ['heartbeat first', 'stale', 'stale at 1', 'stale state', 'after the lock', 'its own last word']) noLaterLeader[other] = await handover(true, other);
   // A leading worker thread terminated: Node 24 never passes its lock on.
