@@ -42,7 +42,9 @@ async function grantsAtOnce(shared) {
  * version that sends no epoch (`unversioned`), or with an epoch that is no whole number ≥ 0 (`epoch
  * 0.5`, `epoch -1`: read as none, not as an earlier leader's); or B heard nothing of A and took A's epoch
  * (`tied`; `tied first` when B's announcement arrives before A's), so which of the two came later
- * cannot be told. Or no later leader, but A's heartbeat came before its final word
+ * cannot be told; likewise an older version's leader announced before A (`unversioned first`):
+ * counted at one more than the highest epoch heard then, A's, it ties with A. Or no later
+ * leader, but A's heartbeat came before its final word
  * (`heartbeat first`: a leader that lived a second), or a delayed
  * announcement or heartbeat of an earlier leader Z (epoch 0) after A's (`stale`, `stale state`),
  * also one of epoch 1 after A's of epoch 2 (`stale at 1`),
@@ -60,6 +62,7 @@ async function handover(final, later = null) {
   const lastWord = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final, epoch: epochOfA, from: 'A' });
   if (later === 'first') announce(2, 'B');
   if (later === 'tied first') announce(1, 'B');
+  if (later === 'unversioned first') channel.postMessage({ type: 'leader' });
   announce(epochOfA, 'A');
   if (later === 'before') announce(2, 'B');
   if (later === 'heartbeat first') heartbeat();
@@ -171,7 +174,7 @@ if (isMainThread) {
   const afterHeartbeat = await handover(false);
   const afterFinal = await handover(true);
   const spentByALaterLeader = {};
-  for (const later of ['after', 'before', 'first', 'tied', 'tied first', 'unversioned', 'epoch 0.5', 'epoch -1', 'unversioned state']) spentByALaterLeader[later] = await handover(true, later);
+  for (const later of ['after', 'before', 'first', 'tied', 'tied first', 'unversioned', 'unversioned first', 'epoch 0.5', 'epoch -1', 'unversioned state']) spentByALaterLeader[later] = await handover(true, later);
   const noLaterLeader = {};
   for (const other of ['heartbeat first', 'stale', 'stale at 1', 'stale state', 'after the lock', 'its own last word']) noLaterLeader[other] = await handover(true, other);
   // A leading worker thread terminated: Node 24 never passes its lock on.
