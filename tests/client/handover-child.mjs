@@ -43,8 +43,9 @@ async function grantsAtOnce(shared) {
  * 0.5`, `epoch -1`: read as none, not as an earlier leader's); or B heard nothing of A and took A's epoch
  * (`tied`; `tied first` when B's announcement arrives before A's), so which of the two came later
  * cannot be told; likewise an older version's leader announced before A (`unversioned first`):
- * counted at one more than the highest epoch heard then, A's, it ties with A. Or no later
- * leader, but A's heartbeat came before its final word
+ * counted at one more than the highest epoch heard then, A's, it ties with A. Or A is of the
+ * version that sent epochs but no sender (`unnamed`), so another leader at its epoch could not be
+ * told from it. Or no later leader, but A's heartbeat came before its final word
  * (`heartbeat first`: a leader that lived a second), or a delayed
  * announcement or heartbeat of an earlier leader Z (epoch 0) after A's (`stale`, `stale state`),
  * also one of epoch 1 after A's of epoch 2 (`stale at 1`),
@@ -58,12 +59,14 @@ async function handover(final, later = null) {
   const channel = new BroadcastChannel(`edgebucket:${name}`);
   const announce = (epoch, from) => channel.postMessage({ type: 'leader', epoch, from });
   const epochOfA = later === 'stale at 1' ? 2 : 1;
-  const heartbeat = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final: false, epoch: epochOfA, from: 'A' });
-  const lastWord = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final, epoch: epochOfA, from: 'A' });
+  // `unnamed`: A's version sent epochs but no sender; its messages carry no `from` at all.
+  const fromA = later === 'unnamed' ? {} : { from: 'A' };
+  const heartbeat = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final: false, epoch: epochOfA, ...fromA });
+  const lastWord = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final, epoch: epochOfA, ...fromA });
   if (later === 'first') announce(2, 'B');
   if (later === 'tied first') announce(1, 'B');
   if (later === 'unversioned first') channel.postMessage({ type: 'leader' });
-  announce(epochOfA, 'A');
+  channel.postMessage({ type: 'leader', epoch: epochOfA, ...fromA });
   if (later === 'before') announce(2, 'B');
   if (later === 'heartbeat first') heartbeat();
   if (later !== 'after the lock') lastWord();
@@ -174,7 +177,7 @@ if (isMainThread) {
   const afterHeartbeat = await handover(false);
   const afterFinal = await handover(true);
   const spentByALaterLeader = {};
-  for (const later of ['after', 'before', 'first', 'tied', 'tied first', 'unversioned', 'unversioned first', 'epoch 0.5', 'epoch -1', 'unversioned state']) spentByALaterLeader[later] = await handover(true, later);
+  for (const later of ['after', 'before', 'first', 'tied', 'tied first', 'unversioned', 'unversioned first', 'unnamed', 'epoch 0.5', 'epoch -1', 'unversioned state']) spentByALaterLeader[later] = await handover(true, later);
   const noLaterLeader = {};
   for (const other of ['heartbeat first', 'stale', 'stale at 1', 'stale state', 'after the lock', 'its own last word']) noLaterLeader[other] = await handover(true, other);
   // A leading worker thread terminated: Node 24 never passes its lock on.

@@ -61,9 +61,10 @@ test('leadership changing hands: a clean close\'s final state waited for, a stat
   assert.equal(afterHeartbeat, 0, 'the heartbeat showed 9, which the old leader may have granted since');
   assert.equal(afterFinal, 9, 'a closing leader\'s final state is its last word');
   // A later leader announced itself, in any order of arrival: it may have spent the 9 and died.
-  // So may one heard at A's epoch, named or not, before A's announcement or after it.
+  // So may one heard at A's epoch, named or not, before A's announcement or after it; and when A
+  // names no sender, another one at its epoch could not be told from it: never known the latest.
   // The older version's own state is taken (knowing nothing, the new leader probes: one goes).
-  assert.deepEqual(spentByALaterLeader, { after: 0, before: 0, first: 0, tied: 0, 'tied first': 0, unversioned: 0, 'unversioned first': 0, 'epoch 0.5': 0, 'epoch -1': 0, 'unversioned state': 1 });
+  assert.deepEqual(spentByALaterLeader, { after: 0, before: 0, first: 0, tied: 0, 'tied first': 0, unversioned: 0, 'unversioned first': 0, unnamed: 0, 'epoch 0.5': 0, 'epoch -1': 0, 'unversioned state': 1 });
   // The final word replaces the heartbeat of its own epoch, also one heard while waiting for it;
   // an earlier leader's word changes nothing.
   assert.deepEqual(noLaterLeader, { 'heartbeat first': 9, stale: 9, 'stale at 1': 9, 'stale state': 9, 'after the lock': { granted: 9, led: 'at the final word' }, 'its own last word': 9 });
