@@ -48,7 +48,9 @@ async function grantsAtOnce(shared) {
  * told from it. Or no later leader, but A's heartbeat came before its final word
  * (`heartbeat first`: a leader that lived a second), or a delayed
  * announcement or heartbeat of an earlier leader Z (epoch 0) after A's (`stale`, `stale state`),
- * also one of epoch 1 after A's of epoch 2 (`stale at 1`),
+ * also one of epoch 1 after A's of epoch 2 (`stale at 1`), or an older version's heartbeat (no
+ * epoch) between A's announcement and its final word (`unversioned stale state`: a state is no
+ * announcement, and only an announcement tells of a later leader),
  * or A's heartbeat and final word came only once the lock had passed (`after the lock`); or B led
  * after A and sent its own final state (`its own last word`).
  */
@@ -67,6 +69,7 @@ async function handover(final, later = null) {
   if (later === 'tied first') announce(1, 'B');
   if (later === 'unversioned first') channel.postMessage({ type: 'leader' });
   channel.postMessage({ type: 'leader', epoch: epochOfA, ...fromA });
+  if (later === 'unversioned stale state') channel.postMessage({ type: 'state', state: makePacer().export(), final: false });
   if (later === 'before') announce(2, 'B');
   if (later === 'heartbeat first') heartbeat();
   if (later !== 'after the lock') lastWord();
@@ -179,7 +182,7 @@ if (isMainThread) {
   const spentByALaterLeader = {};
   for (const later of ['after', 'before', 'first', 'tied', 'tied first', 'unversioned', 'unversioned first', 'unnamed', 'epoch 0.5', 'epoch -1', 'unversioned state']) spentByALaterLeader[later] = await handover(true, later);
   const noLaterLeader = {};
-  for (const other of ['heartbeat first', 'stale', 'stale at 1', 'stale state', 'after the lock', 'its own last word']) noLaterLeader[other] = await handover(true, other);
+  for (const other of ['heartbeat first', 'stale', 'stale at 1', 'stale state', 'unversioned stale state', 'after the lock', 'its own last word']) noLaterLeader[other] = await handover(true, other);
   // A leading worker thread terminated: Node 24 never passes its lock on.
   const name = `terminated-${process.pid}`;
   const worker = new Worker(new URL(import.meta.url), { workerData: { name } });
