@@ -22,10 +22,12 @@ const CLIENT_CLAIMS: [&str; 6] =
 /// - `Forwarded`, `X-Forwarded-Host` and `X-Forwarded-Proto` say where the client sent it,
 ///   replacing the client's; its `X-Forwarded-Port`, `X-Forwarded-Prefix` and `X-Original-Host`
 ///   are dropped.
-/// - The client's address (`CF-Connecting-IP`) goes in `Forwarded`'s `for=` and at the end of
-///   `X-Forwarded-For`, after the client's own list (its claims; ours is the rightmost): behind
-///   a Worker the origin's own connection comes from Cloudflare, and without them it could not
-///   tell its clients apart.
+/// - The client's address (`CF-Connecting-IP`, read before anything the client's `Connection`
+///   names is dropped) goes in `Forwarded`'s `for=` and at the end of `X-Forwarded-For`, after
+///   the client's own list (its claims; ours is the rightmost): the standard headers for it,
+///   which origins and their frameworks read behind a proxy. Without an address to add (only a
+///   local run can lack one), the client's `X-Forwarded-For` is dropped, as a claim nobody
+///   vouches for.
 /// - An `Authorization` carrying one of the worker's own `secrets` (a client calling the service
 ///   API at a path that is the gateway's) is dropped: the origin never sees them.
 /// - Headers the client's `Connection` names, and `Keep-Alive` and `Proxy-Connection`, are for
@@ -50,21 +52,25 @@ pub fn upstream_request(
 ) -> worker::Result<web_sys::Request> {
     let inner = req.raw();
     let headers = web_sys::Headers::new_with_headers(&inner.headers())?;
+    // Before `drop_hop_by_hop`: a client's `Connection` must not name its address away.
+    let client = headers.get("CF-Connecting-IP")?.and_then(|address| client_address(&address));
     drop_hop_by_hop(&headers, keyed)?;
     headers.delete("Host")?;
     headers.delete("Expect")?;
     for name in CLIENT_CLAIMS {
         headers.delete(name)?;
     }
-    let client = headers.get("CF-Connecting-IP")?.and_then(|address| client_address(&address));
     if let Some((scheme, host)) = req.site().split_once("://") {
         headers.set("X-Forwarded-Host", host)?;
         headers.set("X-Forwarded-Proto", scheme)?;
         let node = client.as_ref().map(|c| format!("for={};", c.node)).unwrap_or_default();
         headers.set("Forwarded", &format!("{node}host=\"{host}\";proto={scheme}"))?;
     }
-    if let Some(client) = client {
-        headers.set("X-Forwarded-For", &forwarded_for(headers.get("X-Forwarded-For")?, &client.address))?;
+    match client {
+        Some(client) => {
+            headers.set("X-Forwarded-For", &forwarded_for(headers.get("X-Forwarded-For")?, &client.address))?
+        }
+        None => headers.delete("X-Forwarded-For")?,
     }
     if headers.get("Authorization")?.is_some_and(|value| secrets.is_secret(&value)) {
         headers.delete("Authorization")?;
@@ -94,11 +100,11 @@ struct ClientAddress {
     node: String,
 }
 
-/// `CF-Connecting-IP` read as an IP address, in canonical form; `None` when it is not one, which
-/// on Cloudflare it always is (only a local run lets a client send its own) and which the origin
-/// is then not told.
+/// `CF-Connecting-IP` read as an IP address, in canonical form (an IPv4-mapped IPv6 address as
+/// IPv4, as the gateway's `ip` keys read it); `None` when it is not one, which on Cloudflare it
+/// always is (only a local run lets a client send its own) and which the origin is then not told.
 fn client_address(value: &str) -> Option<ClientAddress> {
-    let parsed: std::net::IpAddr = value.trim().parse().ok()?;
+    let parsed = value.trim().parse::<std::net::IpAddr>().ok()?.to_canonical();
     let address = parsed.to_string();
     let node = if parsed.is_ipv6() { format!("\"[{address}]\"") } else { address.clone() };
     Some(ClientAddress { address, node })
@@ -304,6 +310,7 @@ mod tests {
         let told = |address: &str, node: &str| Some(ClientAddress { address: address.into(), node: node.into() });
         assert_eq!(client_address("203.0.113.7"), told("203.0.113.7", "203.0.113.7"));
         assert_eq!(client_address(" 2001:DB8:0::7 "), told("2001:db8::7", "\"[2001:db8::7]\""), "canonical, quoted");
+        assert_eq!(client_address("::ffff:198.51.100.1"), told("198.51.100.1", "198.51.100.1"), "IPv4-mapped is IPv4");
         for odd in ["", "localhost", "203.0.113.7, 10.0.0.1", "[2001:db8::7]", "\"x\";for=evil"] {
             assert_eq!(client_address(odd), None, "{odd:?}");
         }

@@ -81,6 +81,14 @@ test("the origin learns where the client sent a request, and its redirects to it
   assert.equal((await w.call('/elsewhere', { headers: { 'cf-connecting-ip': '2001:DB8::9' } })).status, 200);
   const v6 = o.requests.at(-1).headers;
   assert.deepEqual([v6.forwarded, v6['x-forwarded-for']], [`for="[2001:db8::9]";host="${host}";proto=http`, '2001:db8::9']);
+  // The client's Connection cannot name its address away, and a list nobody vouches for is dropped.
+  const hidden = 'Connection: close, CF-Connecting-IP\r\nCF-Connecting-IP: 203.0.113.10\r\nX-Forwarded-For: 1.2.3.4';
+  assert.equal((await rawRequest(w.url, `GET /elsewhere HTTP/1.1\r\n${hidden}`)).status, 200);
+  assert.equal(o.requests.at(-1).headers['x-forwarded-for'], '1.2.3.4, 203.0.113.10');
+  const unknown = { 'cf-connecting-ip': 'not-an-address', 'x-forwarded-for': '1.2.3.4' };
+  assert.equal((await w.call('/elsewhere', { headers: unknown })).status, 200);
+  const told = o.requests.at(-1).headers;
+  assert.deepEqual([told['x-forwarded-for'], told.forwarded], [undefined, `host="${host}";proto=http`]);
   for (const dropped of ['x-forwarded-port', 'x-forwarded-prefix', 'x-original-host']) {
     assert.equal(seen.headers[dropped], undefined, dropped);
   }
