@@ -94,8 +94,9 @@ export interface DroppedEvent {
   request: Request;
   /**
    * `"queue-full"` (`maxQueue` was reached), `"timeout"` (the client's own `timeout` option, or a
-   * request's `edgebucket.timeout`, ran out) or `"aborted"` (the caller's `signal` fired, whatever
-   * its reason: an `AbortSignal.timeout()` of the caller's is `"aborted"` too).
+   * request's `edgebucket.timeout`, ran out) or `"aborted"` (the caller's `signal` fired: an
+   * `AbortSignal.timeout()` of the caller's is `"aborted"` too; a reason that is itself an
+   * `EdgeBucketError` with code `TIMEOUT` reads as the client's own, `"timeout"`).
    */
   reason: 'queue-full' | 'timeout' | 'aborted';
   /** What the request rejects with: an `EdgeBucketError` (`QUEUE_FULL`, `TIMEOUT`), or the caller's `signal.reason`. */

@@ -43,7 +43,7 @@ async function grantsAtOnce(shared) {
  * 0.5`, `epoch -1`: read as none, not as an earlier leader's); or B heard nothing of A and took A's epoch
  * (`tied`; `tied first` when B's announcement arrives before A's), so which of the two came later
  * cannot be told; likewise an older version's leader announced before A (`unversioned first`):
- * counted at one more than the highest epoch heard then, A's, it ties with A. Or A is of the
+ * counted at one more than the highest epoch heard then (none: so at 1, A's own), it ties with A. Or A is of the
  * version that sent epochs but no sender (`unnamed`), so another leader at its epoch could not be
  * told from it. Or no later leader, but A's heartbeat came before its final word
  * (`heartbeat first`: a leader that lived a second), or a delayed

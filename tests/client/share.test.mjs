@@ -66,8 +66,8 @@ test('leadership changing hands: a clean close\'s final state waited for, a stat
   // The older version's own state is taken (knowing nothing, the new leader probes: one goes).
   assert.deepEqual(spentByALaterLeader, { after: 0, before: 0, first: 0, tied: 0, 'tied first': 0, unversioned: 0, 'unversioned first': 0, unnamed: 0, 'epoch 0.5': 0, 'epoch -1': 0, 'unversioned state': 1 });
   // The final word replaces the heartbeat of its own epoch, also one heard while waiting for it;
-  // an earlier leader's word changes nothing, an older version's heartbeat (no epoch, no
-  // announcement) included.
+  // an earlier leader's word changes nothing, nor does an older version's heartbeat (no epoch, no
+  // announcement) heard before A's final word.
   assert.deepEqual(noLaterLeader, { 'heartbeat first': 9, stale: 9, 'stale at 1': 9, 'stale state': 9, 'unversioned stale state': 9, 'after the lock': { granted: 9, led: 'at the final word' }, 'its own last word': 9 });
   assert.equal(leading, false, 'Node never passed the terminated thread\'s lock on');
   assert.ok(aloneAfter >= 1500 && aloneAfter < 6000, `paced alone after three missed heartbeats, not never: ${aloneAfter} ms`);
