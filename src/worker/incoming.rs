@@ -3,6 +3,8 @@
 //! `cf` object and more on every request, which costs a measurable share of a decision). Its
 //! body is read by `entry.js` (see [`exchange`](super::exchange)).
 
+use std::net::IpAddr;
+
 use worker::web_sys;
 
 /// A request as the runtime gave it.
@@ -59,6 +61,14 @@ impl Incoming {
     }
 }
 
+/// The client's address as Cloudflare puts it in `CF-Connecting-IP`, in canonical form: an
+/// IPv4-mapped IPv6 address is the IPv4 address, so one client is not spelled two ways. `None`
+/// when the value is not an IP address, which on Cloudflare it always is (only a local run lets
+/// a client send its own).
+pub fn client_ip(value: &str) -> Option<IpAddr> {
+    value.trim().parse::<IpAddr>().ok().map(|ip| ip.to_canonical())
+}
+
 /// An absolute URL's `scheme://authority` and what follows it (path, query, fragment); a URL
 /// without `://` is all rest.
 pub fn split_site(url: &str) -> (&str, &str) {
@@ -82,7 +92,18 @@ fn split_url(url: &str) -> (&str, Option<&str>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{split_site, split_url};
+    use super::{client_ip, split_site, split_url};
+
+    #[test]
+    fn a_client_address_is_read_in_canonical_form() {
+        let ip = |text: &str| client_ip(text).map(|ip| ip.to_string());
+        assert_eq!(ip(" 203.0.113.7 ").as_deref(), Some("203.0.113.7"));
+        assert_eq!(ip("2001:DB8:0::7").as_deref(), Some("2001:db8::7"));
+        assert_eq!(ip("::ffff:198.51.100.1").as_deref(), Some("198.51.100.1"), "IPv4-mapped is IPv4");
+        for odd in ["", "localhost", "203.0.113.7, 10.0.0.1", "[2001:db8::7]", "\"x\";for=evil"] {
+            assert_eq!(ip(odd), None, "{odd:?}");
+        }
+    }
 
     #[test]
     fn urls_split_into_path_and_query() {

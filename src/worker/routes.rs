@@ -25,6 +25,7 @@ use sha2::{Digest, Sha256};
 use super::api::ApiPrefix;
 use super::auth::scheme_and_credential;
 use super::errors::ApiError;
+use super::incoming::client_ip;
 use super::keys;
 use super::policy::Policies;
 
@@ -601,19 +602,16 @@ fn present(value: Option<String>) -> Option<String> {
 /// # Errors
 /// 400 `INVALID_KEY` when `address` is not an IP address.
 fn client_network(address: &str, ipv6_prefix: u8) -> Result<String, ApiError> {
-    let parsed: IpAddr = address.trim().parse().map_err(|_| {
+    let parsed = client_ip(address).ok_or_else(|| {
         ApiError::bad_request("INVALID_KEY", format!("CF-Connecting-IP is not an IP address: {address:?}"))
     })?;
     Ok(match parsed {
         IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None if ipv6_prefix >= 128 => v6.to_string(),
-            None => {
-                let mask = u128::MAX << (128 - u32::from(ipv6_prefix));
-                format!("{}/{ipv6_prefix}", Ipv6Addr::from(u128::from(v6) & mask))
-            }
-        },
+        IpAddr::V6(v6) if ipv6_prefix >= 128 => v6.to_string(),
+        IpAddr::V6(v6) => {
+            let mask = u128::MAX << (128 - u32::from(ipv6_prefix));
+            format!("{}/{ipv6_prefix}", Ipv6Addr::from(u128::from(v6) & mask))
+        }
     })
 }
 
