@@ -19,7 +19,9 @@
 //   (`SQLITE_NOMEM`); the config turns on workerd's own `increase-sqlite-hard-heap-limit` gate.
 // - Each live object holds three files open (its database, -wal and -shm). workerd runs with its
 //   soft open-file limit raised to the hard one, and the many-key runs use as many keys as that
-//   holds, up to 10,000.
+//   holds, up to 10,000. When that is fewer, 10,000 keys also run at full load on as many
+//   workerd processes as hold them (the limit is per process), key k's object in process k mod
+//   their number, as Cloudflare spreads objects over machines.
 // The many-key full-load run first touches every key once (each object created: printed as its
 // own row), then again untimed until a pass is quick (workerd evicts an object idle for 10 s,
 // which a slow first touch leaves its first keys), so that the timed run measures decisions, not
@@ -79,11 +81,16 @@ const FILE_LIMIT = (() => {
   }
 })();
 
-/** Keys of the many-key runs: 10,000, or as many live objects as the open-file limit holds, with
- * 1,000 files to spare for sockets and the runtime. */
-const MANY_KEYS = Math.max(100, Math.min(10_000, Math.floor((FILE_LIMIT - 1_000) / FILES_PER_OBJECT)));
+/** Live objects one workerd process can hold: its open-file limit, with 1,000 files to spare for
+ * sockets and the runtime. */
+const PER_PROCESS = Math.max(100, Math.floor((FILE_LIMIT - 1_000) / FILES_PER_OBJECT));
+/** Keys of the one-process many-key runs: 10,000, or as many as one process holds. */
+const MANY_KEYS = Math.min(10_000, PER_PROCESS);
 /** MANY_KEYS as the rows print it. */
 const MANY = MANY_KEYS.toLocaleString('en');
+/** workerd processes that together hold 10,000 live objects, when one cannot (else 1: no extra
+ * run). The open-file limit is per process; each key's object lives in one of them. */
+const SPREAD = Math.ceil(10_000 / PER_PROCESS);
 
 /** CPU time `pid` has used, in microseconds; null where /proc is missing. */
 function cpuMicros(pid) {
@@ -134,7 +141,7 @@ const main :Workerd.Worker = (
     }
   }
   return {
-    url,
+    urls: [url],
     cpu: () => cpuMicros(child.pid),
     stop: async () => {
       child.kill();
@@ -144,24 +151,47 @@ const main :Workerd.Worker = (
   };
 }
 
+/** `count` workerd processes as one server: each key's object lives in one of them (see
+ * `cannon`), and the CPU time is theirs together. */
+async function cluster(count, start) {
+  const servers = [];
+  for (let i = 0; i < count; i++) servers.push(await start()); // one by one: each takes a free port
+  const times = () => servers.map((server) => server.cpu());
+  return {
+    urls: servers.flatMap((server) => server.urls),
+    cpu: () => (times().includes(null) ? null : times().reduce((a, b) => a + b)),
+    stop: () => Promise.all(servers.map((server) => server.stop())),
+  };
+}
+
 /** A run of autocannon on `server`; the result has workerd's CPU µs per request added. */
 async function load(server, options) {
   const before = server.cpu();
-  const result = await cannon(server.url, options);
+  const result = await cannon(server.urls, options);
   const after = server.cpu();
   const known = before !== null && after !== null && result.requests.total > 0;
   result.cpuPerRequest = known ? (after - before) / result.requests.total : null;
   return result;
 }
 
-/** `amount` requests instead of `duration` seconds, when given; keys from the last down with
- * `reverse`. */
-function cannon(url, { keys, duration, rate, amount, reverse = false }) {
-  let i = 0;
-  const key = () => (reverse ? keys - 1 - (i++ % keys) : i++ % keys);
+/**
+ * `amount` requests instead of `duration` seconds, when given; keys from the last down with
+ * `reverse`. With several `urls` (processes), key k lives in process k mod their number: each
+ * connection is on one of them (autocannon spreads connections over the urls in turn) and asks
+ * for the keys of its own, each process's in turn.
+ */
+function cannon(urls, { keys, duration, rate, amount, reverse = false }) {
+  const ports = urls.map((url) => new URL(url).port);
+  const asked = ports.map(() => 0);
+  const key = (port) => {
+    const at = ports.indexOf(String(port));
+    const count = Math.ceil((keys - at) / urls.length); // keys of that process
+    const nth = asked[at]++ % count;
+    return at + urls.length * (reverse ? count - 1 - nth : nth);
+  };
   return autocannon({
-    url,
-    connections: 10,
+    url: urls,
+    connections: urls.length * Math.ceil(10 / urls.length), // as many on each process
     ...(amount === undefined ? { duration } : { amount }),
     overallRate: rate,
     requests: [
@@ -169,7 +199,7 @@ function cannon(url, { keys, duration, rate, amount, reverse = false }) {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${SERVICE_TOKEN}` },
         body: JSON.stringify({ policy: 'bench' }),
-        setupRequest: (req) => ({ ...req, path: `/v1/buckets/bench-${keys}-${key()}/consume` }),
+        setupRequest: (req) => ({ ...req, path: `/v1/buckets/bench-${keys}-${key(req.port)}/consume` }),
       },
     ],
   });
@@ -185,7 +215,7 @@ function row(label, result) {
   const l = result.latency;
   const failed = result.non2xx + result.errors + result.timeouts;
   console.log(
-    `${label.padEnd(44)}${decided(result).toFixed(0).padStart(12)}${String(l.p50).padStart(8)}` +
+    `${label.padEnd(50)}${decided(result).toFixed(0).padStart(12)}${String(l.p50).padStart(8)}` +
       `${String(l.p99).padStart(8)}${String(l.max).padStart(8)}${String(failed).padStart(9)}` +
       `${(result.cpuPerRequest === null ? '-' : result.cpuPerRequest.toFixed(0)).padStart(12)}`,
   );
@@ -210,31 +240,56 @@ async function touchAll(server, keys) {
   }
 }
 
-/** The runs, in the same order for every worker; returns the full-load results, `{ one, many }`. */
-async function scenarios(name, server) {
+/**
+ * The runs, in the same order for every worker started by `start`; returns the full-load results,
+ * `{ one, many, spread }` (`spread` only when one process cannot hold 10,000 keys).
+ */
+async function scenarios(name, start) {
+  const server = await start();
+  const results = {};
   try {
     await load(server, { keys: 100, duration: 2 }); // warm up the isolate and the JIT
-    const oneKey = await load(server, { keys: 1, duration: seconds });
-    row(`${name}: 1 key, full load`, oneKey);
-    row(`${name}: ${MANY} keys, first touch`, await load(server, { keys: MANY_KEYS, amount: MANY_KEYS }));
-    await touchAll(server, MANY_KEYS);
-    const manyKeys = await load(server, { keys: MANY_KEYS, duration: seconds });
-    row(`${name}: ${MANY} keys, full load`, manyKeys);
+    results.one = await load(server, { keys: 1, duration: seconds });
+    row(`${name}: 1 key, full load`, results.one);
+    results.many = await manyKeys(`${name}: ${MANY} keys`, server, MANY_KEYS);
     await new Promise((resolve) => setTimeout(resolve, 12_000)); // idle objects are evicted after 10 s
     row(`${name}: 1 key, 1,000/s offered`, await load(server, { keys: 1, duration: seconds, rate: 1000 }));
     const rate = Math.round(MANY_KEYS / 40); // every key once in 40 s
     row(`${name}: ${MANY} keys, ${rate}/s offered`, await load(server, { keys: MANY_KEYS, duration: 40, rate }));
-    return { one: oneKey, many: manyKeys };
+  } finally {
+    await server.stop();
+  }
+  if (SPREAD > 1) results.spread = await spreadKeys(name, start);
+  return results;
+}
+
+/** 10,000 keys on SPREAD processes at full load, after a first touch; returns that run. */
+async function spreadKeys(name, start) {
+  const server = await cluster(SPREAD, start);
+  try {
+    await load(server, { keys: 100, duration: 2 }); // warm up every process
+    return await manyKeys(`${name}: 10,000 keys, ${SPREAD} processes`, server, 10_000);
   } finally {
     await server.stop();
   }
 }
 
+/** `keys` keys: each touched first (a row of its own), then at full load once every object is
+ * live (see `touchAll`); returns the full-load run. */
+async function manyKeys(label, server, keys) {
+  row(`${label}, first touch`, await load(server, { keys, amount: keys }));
+  await touchAll(server, keys);
+  const result = await load(server, { keys, duration: seconds });
+  row(`${label}, full load`, result);
+  return result;
+}
+
 console.log(`workerd on 127.0.0.1, 10 connections, ${seconds} s runs (40 s at a fixed rate for many keys: every key once)`);
-if (MANY_KEYS < 10_000) {
+if (SPREAD > 1) {
   console.log(
-    `many keys: ${MANY}, not 10,000: the hard open-file limit is ${FILE_LIMIT}, ` +
-      `and each live object holds ${FILES_PER_OBJECT} files open`,
+    `many keys: ${MANY} in one process, not 10,000: its hard open-file limit is ${FILE_LIMIT}, and each live ` +
+      `object holds ${FILES_PER_OBJECT} files open; 10,000 keys on ${SPREAD} processes (key k's object in process ` +
+      `k mod ${SPREAD}, as Cloudflare spreads objects over machines), each with its share of the connections`,
   );
 }
 console.log(
@@ -242,10 +297,10 @@ console.log(
     `errors; cpu = workerd's CPU µs per answered request`,
 );
 console.log(
-  `${'run'.padEnd(44)}${'decisions/s'.padStart(12)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}${'max ms'.padStart(8)}` +
+  `${'run'.padEnd(50)}${'decisions/s'.padStart(12)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}${'max ms'.padStart(8)}` +
     `${'failed'.padStart(9)}${'cpu µs'.padStart(12)}`,
 );
-const edgebucket = await workerd(
+const edgebucket = () => workerd(
   [
     ['entry.js', path.join(root, 'build/entry.js')],
     ['index.js', path.join(root, 'build/index.js')],
@@ -279,13 +334,15 @@ fs.writeFileSync(
 );
 let ceiling;
 try {
-  ceiling = await scenarios('minimal JS', await workerd([['ceiling.js', script]], ['(name = "OBJECTS", durableObjectNamespace = "Ceiling")'], 'Ceiling'));
+  const minimal = () => workerd([['ceiling.js', script]], ['(name = "OBJECTS", durableObjectNamespace = "Ceiling")'], 'Ceiling');
+  ceiling = await scenarios('minimal JS', minimal);
 } finally {
   fs.rmSync(dir, { recursive: true, force: true });
 }
 const ratio = (a, b) => (a && b ? `${(a / b).toFixed(2)}×` : '-');
 console.log();
 const pairs = [['1 key', ours.one, ceiling.one], [`${MANY} keys`, ours.many, ceiling.many]];
+if (SPREAD > 1) pairs.push([`10,000 keys, ${SPREAD} processes`, ours.spread, ceiling.spread]);
 for (const [label, edge, minimal] of pairs) {
   console.log(
     `${label}, full load, edgebucket / minimal JS: decisions/s ${ratio(decided(edge), decided(minimal))}, ` +
