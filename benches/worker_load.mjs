@@ -92,6 +92,10 @@ const MANY = MANY_KEYS.toLocaleString('en');
  * run). The open-file limit is per process; each key's object lives in one of them. */
 const SPREAD = Math.ceil(10_000 / PER_PROCESS);
 
+/** Connections on `processes` workerd processes: 10, or the next multiple of their number, so
+ * each process has as many. */
+const connections = (processes) => processes * Math.ceil(10 / processes);
+
 /** CPU time `pid` has used, in microseconds; null where /proc is missing. */
 function cpuMicros(pid) {
   try {
@@ -155,12 +159,18 @@ const main :Workerd.Worker = (
  * `cannon`), and the CPU time is theirs together. */
 async function cluster(count, start) {
   const servers = [];
-  for (let i = 0; i < count; i++) servers.push(await start()); // one by one: each takes a free port
+  const stop = () => Promise.all(servers.map((server) => server.stop()));
+  try {
+    for (let i = 0; i < count; i++) servers.push(await start()); // one by one: each takes a free port
+  } catch (error) {
+    await stop(); // those that started
+    throw error;
+  }
   const times = () => servers.map((server) => server.cpu());
   return {
     urls: servers.flatMap((server) => server.urls),
     cpu: () => (times().includes(null) ? null : times().reduce((a, b) => a + b)),
-    stop: () => Promise.all(servers.map((server) => server.stop())),
+    stop,
   };
 }
 
@@ -191,7 +201,7 @@ function cannon(urls, { keys, duration, rate, amount, reverse = false }) {
   };
   return autocannon({
     url: urls,
-    connections: urls.length * Math.ceil(10 / urls.length), // as many on each process
+    connections: connections(urls.length),
     ...(amount === undefined ? { duration } : { amount }),
     overallRate: rate,
     requests: [
@@ -289,7 +299,7 @@ if (SPREAD > 1) {
   console.log(
     `many keys: ${MANY} in one process, not 10,000: its hard open-file limit is ${FILE_LIMIT}, and each live ` +
       `object holds ${FILES_PER_OBJECT} files open; 10,000 keys on ${SPREAD} processes (key k's object in process ` +
-      `k mod ${SPREAD}, as Cloudflare spreads objects over machines), each with its share of the connections`,
+      `k mod ${SPREAD}, as Cloudflare spreads objects over machines), ${connections(SPREAD)} connections shared among them`,
   );
 }
 console.log(
