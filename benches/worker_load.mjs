@@ -140,7 +140,12 @@ const main :Workerd.Worker = (
       await fetch(`${url}/v1/policies`);
       break;
     } catch {
-      if (i > 100) throw new Error('workerd did not start');
+      if (i > 100) {
+        child.kill();
+        await exited;
+        fs.rmSync(dir, { recursive: true, force: true });
+        throw new Error('workerd did not start');
+      }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
@@ -166,10 +171,12 @@ async function cluster(count, start) {
     await stop(); // those that started
     throw error;
   }
-  const times = () => servers.map((server) => server.cpu());
   return {
     urls: servers.flatMap((server) => server.urls),
-    cpu: () => (times().includes(null) ? null : times().reduce((a, b) => a + b)),
+    cpu: () => {
+      const times = servers.map((server) => server.cpu());
+      return times.includes(null) ? null : times.reduce((a, b) => a + b);
+    },
     stop,
   };
 }
@@ -191,10 +198,10 @@ async function load(server, options) {
  * for the keys of its own, each process's in turn.
  */
 function cannon(urls, { keys, duration, rate, amount, reverse = false }) {
-  const ports = urls.map((url) => new URL(url).port);
+  const ports = urls.map((url) => Number(new URL(url).port || 80));
   const asked = ports.map(() => 0);
   const key = (port) => {
-    const at = ports.indexOf(String(port));
+    const at = ports.indexOf(Number(port));
     const count = Math.ceil((keys - at) / urls.length); // keys of that process
     const nth = asked[at]++ % count;
     return at + urls.length * (reverse ? count - 1 - nth : nth);
@@ -294,7 +301,7 @@ async function manyKeys(label, server, keys) {
   return result;
 }
 
-console.log(`workerd on 127.0.0.1, 10 connections, ${seconds} s runs (40 s at a fixed rate for many keys: every key once)`);
+console.log(`workerd on 127.0.0.1, ${connections(1)} connections, ${seconds} s runs (40 s at a fixed rate for many keys: every key once)`);
 if (SPREAD > 1) {
   console.log(
     `many keys: ${MANY} in one process, not 10,000: its hard open-file limit is ${FILE_LIMIT}, and each live ` +
