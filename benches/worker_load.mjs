@@ -21,7 +21,8 @@
 //   soft open-file limit raised to the hard one, and the many-key runs use as many keys as that
 //   holds, up to 10,000. When that is fewer, 10,000 keys also run at full load on as many
 //   workerd processes as hold them (the limit is per process), key k's object in process k mod
-//   their number, as Cloudflare spreads objects over machines.
+//   their number, as Cloudflare spreads objects over machines. Their rate is not comparable with
+//   one process's, which runs its JavaScript on one thread; their CPU per decision is.
 // The many-key full-load run first touches every key once (each object created: printed as its
 // own row), then again untimed until a pass is quick (workerd evicts an object idle for 10 s,
 // which a slow first touch leaves its first keys), so that the timed run measures decisions, not
