@@ -63,8 +63,9 @@ async function handover(final, later = null) {
   const epochOfA = later === 'stale at 1' ? 2 : 1;
   // `unnamed`: A's version sent epochs but no sender; its messages carry no `from` at all.
   const fromA = later === 'unnamed' ? {} : { from: 'A' };
-  const heartbeat = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final: false, epoch: epochOfA, ...fromA });
-  const lastWord = () => channel.postMessage({ type: 'state', state: knowingPacer().export(), final, epoch: epochOfA, ...fromA });
+  const stateOfA = (isFinal) => channel.postMessage({ type: 'state', state: knowingPacer().export(), final: isFinal, epoch: epochOfA, ...fromA });
+  const heartbeat = () => stateOfA(false);
+  const lastWord = () => stateOfA(final);
   if (later === 'first') announce(2, 'B');
   if (later === 'tied first') announce(1, 'B');
   if (later === 'unversioned first') channel.postMessage({ type: 'leader' });
