@@ -149,12 +149,19 @@ export function createClient(options) {
       stats.sent += 1;
       const source = job.retryable ? job.request.clone() : job.request;
       const cut = job.cut === null ? job.request.signal : anySignal([job.request.signal, job.cut.signal]);
-      response = await config.fetch(new Request(source, { signal: cut }), job.extra);
+      const request = new Request(source, { signal: cut });
+      // Held until the fetch settles: Node's Request follows its signal only weakly
+      // (nodejs/undici#4068), so once a garbage collection took the request and the signal
+      // made for it, neither the timeout nor the caller's abort reached the fetch in flight.
+      job.sending = { request, cut };
+      response = await config.fetch(request, job.extra);
     } catch (error) {
       pacer.release(ticket);
       job.done();
       if (signal.aborted) throw drop(job, abortReason(signal), signal.reason);
       throw error;
+    } finally {
+      job.sending = null;
     }
     let observation;
     try {
@@ -258,6 +265,7 @@ export function createClient(options) {
       attempt: 0,
       previous: null, // the response whose retry is waiting for its turn
       cut: null, // aborts the latest attempt's fetch at the timeout
+      sending: null, // the request of the fetch in flight and its signal, held (see `attempt`)
       done: () => {},
     });
   }

@@ -11,6 +11,9 @@ import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
+import { once } from 'node:events';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { devImport } from './helpers.mjs';
 
 async function withServer(t, options) {
@@ -356,6 +359,33 @@ test('the timeout also bounds a request in flight', async (t) => {
   const started = Date.now();
   await assert.rejects(client(`${server.url}/api/a`), (e) => e instanceof EdgeBucketError && e.code === 'TIMEOUT');
   assert.ok(Date.now() - started < 1500);
+});
+
+test("a fetch in flight hears the timeout and the caller's abort after a garbage collection", async (t) => {
+  // Node's Request follows its signal only weakly (nodejs/undici#4068): before the client held
+  // the request it passes on, a collection cut the link and both waited for the server.
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc');
+  const silent = http.createServer(() => {}).listen(0, '127.0.0.1'); // accepts, never answers
+  await once(silent, 'listening');
+  t.after(() => { silent.closeAllConnections(); silent.close(); });
+  const url = `http://127.0.0.1:${silent.address().port}`;
+  const client = createClient({ share: false, probe: false, timeout: 500 });
+  const controller = new AbortController();
+  const started = Date.now();
+  const settled = (promise) => promise.then((r) => [`status ${r.status}`], (e) => [e instanceof EdgeBucketError ? e.code : e.name, Date.now() - started]);
+  const timed = settled(client(`${url}/a`));
+  const aborted = settled(client(`${url}/b`, { signal: controller.signal, edgebucket: { timeout: false } }));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(client.stats().inFlight, 2);
+  gc();
+  gc();
+  setTimeout(() => controller.abort(), 200);
+  const [timeout, abort] = await Promise.all([timed, aborted]);
+  assert.equal(timeout[0], 'TIMEOUT');
+  assert.ok(timeout[1] < 1500, `TIMEOUT after ${timeout[1]} ms`);
+  assert.equal(abort[0], 'AbortError');
+  assert.ok(abort[1] < 1500, `aborted after ${abort[1]} ms`);
 });
 
 test('an AbortSignal takes a request out of the queue with the signal\'s reason', async (t) => {
