@@ -2,7 +2,7 @@
 // (with serde-wasm-bindgen and humantime), so JS and Rust share one set of rules and one
 // duration parser.
 import { invalidArgument, EdgeBucketError } from './errors.js';
-import { raw, describe, exactNumber, isOddObject, plainData, structCopy, leafCopy, durationCopy } from './runtime.js';
+import { raw, describe, exactNumber, isOddObject, plainData, structCopy, leafCopy, durationCopy, wholeFault } from './runtime.js';
 
 /** How tokens carry over when a configuration is replaced (Bucket4j's names). */
 export const TokensInheritanceStrategy = Object.freeze({
@@ -55,6 +55,7 @@ export class BucketConfiguration {
       checkPeriods(spec);
       return structCopy(spec, CONFIGURATION);
     });
+    checkCounts(plain);
     return new BucketConfiguration(new raw.RawConfiguration(plain));
   }
 
@@ -68,9 +69,37 @@ export class BucketConfiguration {
 
   /** True when both describe the same limits. */
   equals(other) {
-    const held = rawOf(other);
+    const held = rawOf(other) ?? adopted(other);
     return held !== undefined && this.#raw.equals(held);
   }
+}
+
+// Marks configurations for other copies of this package: a process that both imports and
+// requires it loads two (the dual-package hazard), and a library built on one hands its
+// configurations to an application using the other.
+const ACROSS_COPIES = Symbol.for('edgebucket.BucketConfiguration');
+Object.defineProperty(BucketConfiguration.prototype, ACROSS_COPIES, { value: true });
+
+const adoptions = new WeakMap();
+
+/** The handle of this copy's twin of a configuration made by another copy, else undefined. */
+function adopted(value) {
+  if (typeof value !== 'object' || value === null) return undefined;
+  let twin = adoptions.get(value);
+  if (twin === undefined) {
+    let spec;
+    try {
+      if (value[ACROSS_COPIES] !== true) return undefined;
+      spec = value.toJSON();
+    } catch {
+      // A Proxy's trap threw (a revoked Proxy), or an object that only inherits from a copy's
+      // class has no configuration to give: neither is one.
+      return undefined;
+    }
+    twin = BucketConfiguration.fromJSON(spec);
+    adoptions.set(value, twin);
+  }
+  return rawOf(twin);
 }
 
 /**
@@ -109,6 +138,22 @@ function bandwidthsCopy(list) {
   return Array.from({ length: list.length }, (_, i) => structCopy(list[i], BANDWIDTH));
 }
 
+/**
+ * Counts that are numbers or BigInts but no 64-bit integer, with the field's place (serde's
+ * message names neither). Checked on the copy: a getter is read once. Signs are the core's.
+ */
+function checkCounts(plain) {
+  const bandwidths = plain?.bandwidths;
+  if (!Array.isArray(bandwidths)) return;
+  bandwidths.forEach((bandwidth, i) => {
+    const counts = [['capacity', bandwidth?.capacity], ['refill.tokens', bandwidth?.refill?.tokens], ['initialTokens', bandwidth?.initialTokens]];
+    for (const [name, value] of counts) {
+      const fault = wholeFault(value, false);
+      if (fault !== undefined) throw new EdgeBucketError('INVALID_CONFIGURATION', `invalid configuration: bandwidths[${i}].${name} ${fault}`);
+    }
+  });
+}
+
 /** Refill periods that are not plain objects (see `isOddObject`); the core checks the rest. */
 function checkPeriods(spec) {
   const bandwidths = spec?.bandwidths;
@@ -124,14 +169,14 @@ function checkPeriods(spec) {
   });
 }
 
-/** Whether `value` is a {@link BucketConfiguration} made by this package (internal). */
+/** Whether `value` is a {@link BucketConfiguration}, of this copy of the package or another (internal). */
 export function isBucketConfiguration(value) {
-  return rawOf(value) !== undefined;
+  return (rawOf(value) ?? adopted(value)) !== undefined;
 }
 
 /** The wasm handle of a configuration (internal). */
 export function rawConfiguration(configuration) {
-  const held = rawOf(configuration);
+  const held = rawOf(configuration) ?? adopted(configuration);
   if (held === undefined) throw invalidArgument(`expected a BucketConfiguration, got ${describe(configuration)}`);
   return held;
 }
@@ -227,9 +272,14 @@ export class BandwidthBuilder {
   }
 }
 
-// Integers go to Rust as numbers or BigInts; signs and ranges are the core's to judge.
+// Integers go to Rust as numbers or BigInts; signs are the core's to judge, a BigInt's range
+// is checked here as for an operation's argument.
 function whole(value, what) {
-  if (typeof value === 'bigint' || Number.isSafeInteger(value)) return value;
+  if (typeof value === 'bigint') {
+    if (wholeFault(value, false) !== undefined) throw invalidArgument(`${what} ${value} is outside the 64-bit range`);
+    return value;
+  }
+  if (Number.isSafeInteger(value)) return value;
   throw invalidArgument(`${what} must be a whole number (a safe integer or a BigInt), got ${describe(value)}`);
 }
 

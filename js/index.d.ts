@@ -229,8 +229,11 @@ export class Bucket {
    * As `tryConsume`, telling what is left and how long to wait.
    *
    * @example
-   * const probe = bucket.tryConsumeAndReturnRemaining(1);
-   * if (!probe.consumed) response.setHeader('Retry-After', Math.ceil(Number(probe.nanosToWaitForRefill) / 1e9));
+   * const probe = bucket.tryConsumeAndReturnRemaining(cost);
+   * // Infinity when `cost` is more than a limit's capacity: no wait helps.
+   * if (!probe.consumed && probe.nanosToWaitForRefill !== Infinity) {
+   *   response.setHeader('Retry-After', Math.ceil(Number(probe.nanosToWaitForRefill) / 1e9));
+   * }
    */
   tryConsumeAndReturnRemaining(tokens: Tokens): ConsumptionProbe;
   /** Whether `tokens` could be consumed now, without consuming them. */

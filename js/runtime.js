@@ -275,10 +275,47 @@ const DURATION_PARTS = new Map(
 /**
  * A duration copied as serde reads it: a primitive, or its parts read as a struct's fields
  * (inherited ones too: a class's getter, an `Object.create` prototype). Unknown entries keep
- * their values (leaves), which the error message shows.
+ * their values (leaves), which the error message shows. A part that is a number or BigInt but
+ * no 64-bit count is refused here (see `wholeFault`).
  */
 export function durationCopy(value) {
-  return Array.isArray(value) ? leafCopy(value) : structCopy(value, DURATION_PARTS, leafCopy);
+  if (Array.isArray(value)) return leafCopy(value);
+  const copy = structCopy(value, DURATION_PARTS, leafCopy);
+  if (typeof copy !== 'object' || copy === null) return copy;
+  for (const unit of DURATION_PARTS.keys()) {
+    const fault = wholeFault(copy[unit], true);
+    if (fault !== undefined) throw new EdgeBucketError('INVALID_DURATION', `invalid duration "${partsText(copy)}": ${unit} ${fault}`);
+  }
+  return copy;
+}
+
+/** A copied duration object as the core writes one in its messages: JSON, BigInts as digits. */
+function partsText(copy) {
+  const entries = Object.entries(copy).map(([name, value]) => {
+    const text = typeof value === 'bigint' ? String(value) : JSON.stringify(value);
+    return `${JSON.stringify(name)}:${text ?? String(value)}`;
+  });
+  return `{${entries.join(',')}}`;
+}
+
+const U64_MAX = 2n ** 64n - 1n;
+
+/**
+ * Why `value` cannot be the 64-bit integer the core reads (`unsigned`: a u64, else an i64), or
+ * undefined if it can be or is no number at all (serde then names its type). serde-wasm-bindgen
+ * reads a number that is not a safe integer as floating point, so -1 for a u64 was "invalid
+ * type: floating point `-1.0`", and a BigInt out of range named no value.
+ */
+export function wholeFault(value, unsigned) {
+  if (typeof value === 'number') {
+    if (!Number.isInteger(value)) return `must be a whole number, got ${value}`;
+    if (unsigned && value < 0) return `cannot be negative, got ${value}`;
+    if (!Number.isSafeInteger(value)) return `is beyond 2^53 - 1, where numbers are not exact (pass a BigInt), got ${value}`;
+  } else if (typeof value === 'bigint') {
+    if (unsigned && value < 0n) return `cannot be negative, got ${value}`;
+    if (value < I64_MIN || value > (unsigned ? U64_MAX : I64_MAX)) return `is outside the 64-bit range, got ${value}`;
+  }
+  return undefined;
 }
 
 /**

@@ -58,6 +58,10 @@ export class Scheduler {
   async tryConsume(tokens, maxWait, options) {
     const signal = signalOption(options);
     signal?.throwIfAborted();
+    if (maxWait === Infinity) {
+      // Refused as every infinite duration is, but with the call that does wait without bound.
+      throw new EdgeBucketError('INVALID_DURATION', 'invalid duration "Infinity": maxWait must be finite; consume() waits as long as it takes');
+    }
     const maxWaitNanos = durationNanos(maxWait);
     const now = readClock(this.#clock);
     const at = this.#millis(now);

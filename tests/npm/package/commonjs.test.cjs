@@ -15,3 +15,29 @@ test('require: a bucket and a store on a manual clock', () => {
   assert.equal(store.tryConsume('a', 1), false);
   assert.throws(() => bucket.tryConsume(0), (e) => e instanceof EdgeBucketError && e.code === 'NON_POSITIVE_TOKENS');
 });
+
+test('a configuration made by the ES module copy is accepted by this one (the dual-package hazard)', async () => {
+  const esm = await import('edgebucket');
+  assert.notEqual(esm.BucketConfiguration, BucketConfiguration, 'two copies of the package');
+  const theirs = esm.BucketConfiguration.builder().addLimit((l) => l.capacity(2).refillGreedy(2, '1s').id('a')).build();
+  const ours = BucketConfiguration.builder().addLimit((l) => l.capacity(2).refillGreedy(2, '1s').id('a')).build();
+  let t = 0;
+  const bucket = Bucket.builder().withConfiguration(theirs).withCustomTimeMeter(() => t).build();
+  assert.equal(bucket.tryConsume(2), true);
+  assert.equal(bucket.tryConsume(1), false);
+  assert.equal(ours.equals(theirs), true);
+  const bigger = esm.BucketConfiguration.builder().addLimit((l) => l.capacity(4).refillGreedy(2, '1s').id('a')).build();
+  bucket.replaceConfiguration(bigger, 'ADDITIVE');
+  assert.equal(bucket.getAvailableTokens(), 2);
+  const store = new BucketStore({ configuration: theirs, clock: () => 0n });
+  assert.equal(store.tryConsume('k', 2), true);
+  assert.equal(store.tryConsume('k', 1), false);
+  const supplied = new BucketStore({ configuration: () => theirs, clock: () => 0n });
+  assert.equal(supplied.tryConsume('k', 3), false);
+  assert.equal(supplied.tryConsume('k', 2), true);
+  // Anything else is still refused.
+  assert.throws(() => Bucket.builder().withConfiguration({ bandwidths: [] }), { code: 'INVALID_ARGUMENT', message: /expected a BucketConfiguration/ });
+  assert.throws(() => Bucket.builder().withConfiguration(Object.create(esm.BucketConfiguration.prototype)), { code: 'INVALID_ARGUMENT', message: /expected a BucketConfiguration/ });
+  const forged = { [Symbol.for('edgebucket.BucketConfiguration')]: true, toJSON: () => ({ bandwidths: [{ capacity: 0, refill: { kind: 'greedy', tokens: 1, period: '1s' } }] }) };
+  assert.throws(() => Bucket.builder().withConfiguration(forged), { code: 'NON_POSITIVE_CAPACITY' });
+});

@@ -60,6 +60,7 @@ test("rule violations keep the core's codes", () => {
   );
   assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 1, refill: { kind: 'greedy', tokens: 1, period: '1s' }, initalTokens: 1 }] }), code('INVALID_CONFIGURATION'));
   assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 1.5, refill: { kind: 'greedy', tokens: 1, period: '1s' } }] }), code('INVALID_CONFIGURATION'));
+  assert.throws(build((l) => l.capacity(5).refillGreedy(1, { seconds: 1.5 })), code('INVALID_DURATION'));
   assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 1, refill: { kind: 'sometimes', tokens: 1, period: '1s' } }] }), code('INVALID_CONFIGURATION'));
   assert.throws(() => BucketConfiguration.fromJSON(null), code('INVALID_CONFIGURATION'));
   for (const bandwidths of [5, null, 'abc', { 0: 1 }]) {
@@ -90,6 +91,39 @@ test('wrong types are INVALID_ARGUMENT at the call', () => {
   assert.throws(() => BucketConfiguration.builder().addLimit(42), code('INVALID_ARGUMENT'));
   assert.throws(() => new BucketConfiguration({}), code('INVALID_ARGUMENT'));
   assert.throws(() => Bucket.builder().withConfiguration({}), code('INVALID_ARGUMENT'));
+});
+
+test('a count or a duration part that is no 64-bit integer is named, with its place and value', () => {
+  const refill = { kind: 'greedy', tokens: 1, period: '1s' };
+  const counts = [
+    [{ capacity: 1.5, refill }, 'bandwidths[0].capacity must be a whole number, got 1.5'],
+    [{ capacity: 2 ** 60, refill }, 'bandwidths[0].capacity is beyond 2^53 - 1, where numbers are not exact (pass a BigInt), got 1152921504606847000'],
+    [{ capacity: 2n ** 64n, refill }, 'bandwidths[0].capacity is outside the 64-bit range, got 18446744073709551616'],
+    [{ capacity: 5, refill: { ...refill, tokens: NaN } }, 'bandwidths[0].refill.tokens must be a whole number, got NaN'],
+    [{ capacity: 5, refill, initialTokens: -(2n ** 63n) - 1n }, 'bandwidths[0].initialTokens is outside the 64-bit range, got -9223372036854775809'],
+  ];
+  for (const [bandwidth, message] of counts) {
+    assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 1, refill }, bandwidth].slice(1) }), { code: 'INVALID_CONFIGURATION', message: `invalid configuration: ${message}` });
+  }
+  assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 5, refill }, { capacity: 0.5, refill }] }), { message: /^invalid configuration: bandwidths\[1\]\.capacity must be a whole number/ });
+  // The builder's BigInt is checked at the call, as an operation's argument is.
+  const l = new BandwidthBuilder();
+  assert.throws(() => l.capacity(2n ** 64n), { code: 'INVALID_ARGUMENT', message: 'capacity 18446744073709551616 is outside the 64-bit range' });
+  assert.throws(() => l.initialTokens(-(2n ** 64n)), { code: 'INVALID_ARGUMENT', message: /^initialTokens -18446744073709551616 is outside the 64-bit range/ });
+  // Duration parts: INVALID_DURATION, as a bad scalar period is, also inside a configuration.
+  const parts = [
+    [{ minutes: -1 }, '"{"minutes":-1}": minutes cannot be negative, got -1'],
+    [{ seconds: 1.5 }, '"{"seconds":1.5}": seconds must be a whole number, got 1.5'],
+    [{ nanoseconds: 2 ** 53 }, '"{"nanoseconds":9007199254740992}": nanoseconds is beyond 2^53 - 1, where numbers are not exact (pass a BigInt), got 9007199254740992'],
+    [{ seconds: 1, nanoseconds: 2n ** 64n }, '"{"seconds":1,"nanoseconds":18446744073709551616}": nanoseconds is outside the 64-bit range, got 18446744073709551616'],
+    [{ hours: -1n }, '"{"hours":-1}": hours cannot be negative, got -1'],
+  ];
+  for (const [period, message] of parts) {
+    assert.throws(() => BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 5, refill: { ...refill, period } }] }), { code: 'INVALID_DURATION', message: `invalid duration ${message}` });
+  }
+  // What is exact still passes: a BigInt part beyond 2^53 (104 days in nanoseconds).
+  const long = BucketConfiguration.fromJSON({ bandwidths: [{ capacity: 5, refill: { ...refill, period: { nanoseconds: 2n ** 53n } } }] });
+  assert.equal(long.toJSON().bandwidths[0].refill.period, '3months 12days 22h 19m 11s 254ms 740us 992ns');
 });
 
 test('BigInt capacities beyond 2^53 survive the schema both ways', () => {
