@@ -19,7 +19,8 @@ import { consumptionProbe, estimationProbe } from './operations.js';
  *   keys of older versions the new configuration on their next access, tokens carried over by
  *   the strategy (Bucket4j's implicit configuration replacement).
  * - `maxKeys` (default 1,000,000): beyond it an insertion evicts a key (CLOCK: the first key
- *   under the hand that is expired or unused since the hand last passed). From 1 to 2^32 - 1,
+ *   under the hand that is expired or unused since the hand last passed; the call that creates a
+ *   key is not a use, so keys used once go first). From 1 to 2^32 - 1,
  *   or `Infinity` for no cap.
  * - `maxKeyBytes` (default 1 GiB): the most bytes of keys held (removed keys' until they are
  *   reclaimed: at the latest once they are an eighth of the bytes held), from 65,536 to 2^32,

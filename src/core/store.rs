@@ -31,9 +31,12 @@
 //!   capacity, and a fresh bucket would hand out the initial burst again after each idle period.
 //! - **Size cap**: beyond `max_keys` an insertion evicts a key chosen by CLOCK (second chance):
 //!   the first key under the hand that is expired or has not been used since the hand last
-//!   passed. An unused key can go before an expired one further on (finding every expired key
-//!   would cost a scan of the store). An evicted key starts afresh, so a cap that is too small
-//!   loosens limits; size it for the working set.
+//!   passed. The operation that creates a key is not a use, so a key used once goes before a
+//!   key in steady use: a flood of new keys (one per request, a client rotating keys) evicts its
+//!   own, not a busy key that would start afresh with a full bucket. An unused key can go before
+//!   an expired one further on (finding every expired key would cost a scan of the store). An
+//!   evicted key starts afresh, so a cap that is too small loosens limits; size it for the
+//!   working set.
 //! - **Key bytes**: past [`StoreOptions::max_key_bytes`] a new key is refused with
 //!   [`Error::KeySpaceFull`] instead, as the bytes of long keys are what a count does not bound.
 //!
@@ -364,7 +367,7 @@ impl BucketStore {
     fn run<T>(&mut self, id: u32, op: impl FnOnce(&[Bandwidth], &mut [BandwidthState]) -> Result<T>) -> Result<T> {
         let BucketStore { slots, configurations, extra, scratch, .. } = self;
         let slot = slots.get_mut(id);
-        slot.set_referenced(true);
+        slot.mark_used();
         let bandwidths = configurations.get(slot.configuration).0.bandwidths();
         if let [_] = bandwidths {
             let mut state = slot.first.unpack();
@@ -605,7 +608,9 @@ impl BucketStore {
     }
 
     /// CLOCK: drops the first key under the hand that is expired or was not used since the
-    /// hand last passed, clearing the used mark of those it passes.
+    /// hand last passed (nor since its creation: see `Slot::mark_used`), clearing the used mark
+    /// of those it passes. The slot it frees is the next one allocated (the free list is last in,
+    /// first out), so the new key sits just behind the hand: a whole turn to be used again.
     fn evict(&mut self, now: i64) {
         let high_water = self.slots.high_water();
         for _ in 0..=2 * high_water {
@@ -616,7 +621,7 @@ impl BucketStore {
                 continue;
             }
             if slot.is_referenced() && !self.is_expired(id, now) {
-                self.slots.get_mut(id).set_referenced(false);
+                self.slots.get_mut(id).clear_referenced();
                 continue;
             }
             self.remove_slot(id);
@@ -761,7 +766,7 @@ mod tests {
         for key in [b"a", b"b", b"c"] {
             store.try_consume(key, 1, 0).unwrap();
         }
-        store.try_consume(b"d", 1, 0).unwrap(); // all referenced: the hand clears a, b, c, evicts a
+        store.try_consume(b"d", 1, 0).unwrap(); // none used since created: the hand evicts a
         assert!(!store.contains_key(b"a"));
         store.try_consume(b"c", 1, 0).unwrap(); // c used again; b is not
         store.try_consume(b"e", 1, 0).unwrap();
@@ -779,13 +784,38 @@ mod tests {
     fn a_key_used_since_the_hand_passed_gets_its_second_chance() {
         let mut store = store(3, Some(greedy(10, 1)));
         for key in [b"a", b"b", b"c", b"d"] {
-            store.try_consume(key, 1, 0).unwrap(); // d: the hand clears a, b, c, evicts a
+            store.try_consume(key, 1, 0).unwrap(); // d: the hand evicts a
         }
         store.try_consume(b"b", 1, 0).unwrap(); // under the hand now, and used again, twice
         store.try_consume(b"b", 1, 0).unwrap();
         store.try_consume(b"e", 1, 0).unwrap();
         assert!(store.contains_key(b"b"), "b was spared, its mark cleared");
         assert!(!store.contains_key(b"c"), "c, unused since the hand passed, went");
+    }
+
+    #[test]
+    fn a_flood_of_keys_used_once_evicts_its_own_not_a_key_in_use() {
+        // 10 tokens, one a second: evicted and created afresh, the busy key would get 10 more.
+        let mut store = store(100, Some(greedy(10, 1)));
+        let mut granted = 0;
+        for i in 0..1000 {
+            granted += usize::from(store.try_consume(b"busy", 1, 0).unwrap() == Some(true));
+            store.try_consume(format!("new {i}").as_bytes(), 1, 0).unwrap();
+        }
+        assert_eq!(granted, 10, "the busy key kept its bucket");
+        assert_eq!(store.len(), 100);
+    }
+
+    #[test]
+    fn a_supplied_key_is_fresh_until_its_second_use() {
+        let mut store = store(2, None);
+        store.supply(b"a", &greedy(10, 1), 0).unwrap();
+        store.try_consume(b"a", 1, 0).unwrap(); // its first use, as a store's caller retries
+        store.try_consume(b"a", 1, 0).unwrap();
+        store.supply(b"b", &greedy(10, 1), 0).unwrap();
+        store.try_consume(b"b", 1, 0).unwrap();
+        store.supply(b"c", &greedy(10, 1), 0).unwrap();
+        assert!(store.contains_key(b"a") && !store.contains_key(b"b"), "b, used once, went first");
     }
 
     /// A store of ten greedy keys whose key space is `max_key_bytes`.

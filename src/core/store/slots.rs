@@ -57,6 +57,8 @@ pub(crate) struct Slot {
 
 const LIVE: u16 = 1;
 const REFERENCED: u16 = 2;
+/// Created, and not yet used by the operation that created it.
+const FRESH: u16 = 4;
 
 impl Slot {
     #[inline]
@@ -69,9 +71,17 @@ impl Slot {
         self.flags & REFERENCED != 0
     }
 
+    /// Records a use. The first, the one a key is created for, does not count: a key counts as
+    /// used only from its second use on, so a flood of keys used once evicts its own before a
+    /// key in steady use (see `BucketStore::evict`).
     #[inline]
-    pub(crate) fn set_referenced(&mut self, referenced: bool) {
-        self.flags = if referenced { self.flags | REFERENCED } else { self.flags & !REFERENCED };
+    pub(crate) fn mark_used(&mut self) {
+        self.flags = if self.flags & FRESH != 0 { self.flags & !FRESH } else { self.flags | REFERENCED };
+    }
+
+    #[inline]
+    pub(crate) fn clear_referenced(&mut self) {
+        self.flags &= !REFERENCED;
     }
 }
 
@@ -119,7 +129,7 @@ impl Slots {
             self.high_water += 1;
             self.high_water - 1
         };
-        *self.get_mut(id) = Slot { flags: LIVE, ..Slot::default() };
+        *self.get_mut(id) = Slot { flags: LIVE | FRESH, ..Slot::default() };
         id
     }
 

@@ -153,6 +153,20 @@ test('a supplier may use the store, and its errors change nothing', () => {
   }
 });
 
+test('past maxKeys, a flood of keys used once evicts its own, not a busy key (which would start afresh)', () => {
+  for (const supplied of [false, true]) {
+    const configuration = supplied ? () => limit(10, 1) : limit(10, 1);
+    const { store } = manual({ configuration, maxKeys: 100 });
+    let granted = 0;
+    for (let i = 0; i < 1000; i++) {
+      if (store.tryConsume('busy', 1)) granted += 1;
+      store.tryConsume(`new ${i}`, 1);
+    }
+    assert.equal(granted, 10, `supplied: ${supplied}`);
+    assert.equal(store.size, 100);
+  }
+});
+
 test('idle expiry: a key is dropped once its bucket has been full for the grace', () => {
   const { store, clock } = manual({ configuration: limit(10, 10), idleGrace: '1s' });
   store.tryConsume('a', 5); // full again at 500 ms
