@@ -37,7 +37,7 @@ pub fn for_outcome(outcome: &Outcome, context: Context) -> Vec<(&'static str, St
     if matches!(context.fallback, None | Some(FailureMode::Degrade)) {
         headers.push(("RateLimit", limit_field(&outcome.bandwidths)));
         if context.legacy {
-            headers.extend(legacy_fields(&outcome.bandwidths));
+            headers.extend(legacy_fields(outcome));
         }
     }
     if !outcome.allowed && !context.shadow_rejected && !context.estimate {
@@ -87,25 +87,50 @@ pub fn retry_after(outcome: &Outcome) -> Option<i64> {
     if outcome.no_retry_after {
         return None;
     }
-    let largest_t = outcome.bandwidths.iter().filter_map(|b| seconds_up(b.wait_nanos)).max().unwrap_or(0);
-    seconds_up(outcome.wait_nanos).map(|wait| wait.max(largest_t))
+    seconds_up(outcome.wait_nanos).map(|wait| wait.max(largest_t(&outcome.bandwidths)))
 }
 
-/// The legacy trio for the most depleted bandwidth: its capacity, its remaining tokens and the
+/// The largest `t` of the bandwidths, 0 when none has one.
+fn largest_t(bandwidths: &[BandwidthView]) -> i64 {
+    bandwidths.iter().filter_map(|b| seconds_up(b.wait_nanos)).max().unwrap_or(0)
+}
+
+/// The legacy trio for the bandwidth that binds: its capacity, its remaining tokens and the
 /// delta-seconds until it is full, left out (as `t` is) when that is beyond 2^63 ns: 0 would
-/// read as "full now".
-fn legacy_fields(bandwidths: &[BandwidthView]) -> Vec<(&'static str, String)> {
-    let Some(tightest) = bandwidths.iter().min_by_key(|b| b.available) else {
+/// read as "full now". When nothing remains, `Reset` is never earlier than the request could
+/// pass (see [`legacy_reset`]).
+fn legacy_fields(outcome: &Outcome) -> Vec<(&'static str, String)> {
+    let Some(binding) = binding_bandwidth(&outcome.bandwidths) else {
         return Vec::new();
     };
     let mut fields = vec![
-        ("X-RateLimit-Limit", tightest.capacity.to_string()),
-        ("X-RateLimit-Remaining", tightest.available.max(0).to_string()),
+        ("X-RateLimit-Limit", binding.capacity.to_string()),
+        ("X-RateLimit-Remaining", binding.available.max(0).to_string()),
     ];
-    if let Some(seconds) = seconds_up(tightest.full_nanos) {
+    if let Some(seconds) = legacy_reset(outcome, binding) {
         fields.push(("X-RateLimit-Reset", seconds.to_string()));
     }
     fields
+}
+
+/// The bandwidth with the fewest whole tokens left, counting debt as 0 (as `Remaining` shows it);
+/// of those, the one full last. Raw debt would pick the deepest debt, and a tie the first
+/// bandwidth: often the fast one, whose `Reset` comes long before the slow one lets a request
+/// through.
+fn binding_bandwidth(bandwidths: &[BandwidthView]) -> Option<&BandwidthView> {
+    bandwidths.iter().min_by_key(|b| (b.available.max(0), std::cmp::Reverse(b.full_nanos)))
+}
+
+/// `Reset` for `binding`: the seconds until it is full. With nothing left, at least the seconds
+/// until the request could pass: every `t`, and a refusal's own wait (so never before
+/// `Retry-After`), since another bandwidth, short of the request's tokens, can hold it longer.
+fn legacy_reset(outcome: &Outcome, binding: &BandwidthView) -> Option<i64> {
+    let full = seconds_up(binding.full_nanos)?;
+    if binding.available > 0 {
+        return Some(full);
+    }
+    let refusal_wait = if outcome.allowed { None } else { seconds_up(outcome.wait_nanos) };
+    Some(full.max(largest_t(&outcome.bandwidths)).max(refusal_wait.unwrap_or(0)))
 }
 
 /// Nanoseconds as whole seconds rounded up; `None` for never.
@@ -207,8 +232,61 @@ mod tests {
         assert!(headers.contains(&("X-RateLimit-Reset", "4".into())));
         // Never full within 2^63 ns (a refill of 1 token per 50 years, 6 tokens short).
         let never = BandwidthView { full_nanos: INFINITY_DURATION, ..view("slow", 10, 10, 4, 0) };
-        let headers = legacy_fields(&[never]);
+        let headers = legacy_fields(&outcome(true, 0, vec![never]));
         assert_eq!(headers.iter().map(|h| h.0).collect::<Vec<_>>(), ["X-RateLimit-Limit", "X-RateLimit-Remaining"]);
+    }
+
+    fn full_in(b: BandwidthView, full_nanos: i64) -> BandwidthView {
+        BandwidthView { full_nanos, ..b }
+    }
+
+    fn legacy(o: &Outcome) -> [String; 3] {
+        let headers = for_outcome(o, Context { legacy: true, ..Context::default() });
+        let value = |name| headers.iter().find(|h| h.0 == name).map(|h| h.1.clone()).unwrap_or_default();
+        [value("X-RateLimit-Limit"), value("X-RateLimit-Remaining"), value("X-RateLimit-Reset")]
+    }
+
+    #[test]
+    fn legacy_headers_in_debt_describe_the_bandwidth_that_lets_a_request_pass_last() {
+        // The shipped `api` policy after an ignore-limits consume of 100, then a refused consume:
+        // burst 90 in debt (full in 20 s), per-minute empty until its refill in 60 s.
+        let burst = full_in(view("burst", 10, 2, -90, 18_200 * MS), 20 * NANOS_PER_SECOND);
+        let minute = full_in(view("per-minute", 100, 60, 0, 60 * NANOS_PER_SECOND), 60 * NANOS_PER_SECOND);
+        let o = outcome(false, 60 * NANOS_PER_SECOND, vec![burst, minute]);
+        assert_eq!(limit_field(&o.bandwidths), r#""burst";r=0;t=19, "per-minute";r=0;t=60"#, "unchanged");
+        assert_eq!(retry_after(&o), Some(60));
+        assert_eq!(legacy(&o), ["100", "0", "60"], "not burst's 20, before the request can pass");
+    }
+
+    #[test]
+    fn legacy_headers_on_a_tie_describe_the_bandwidth_full_last_in_any_order() {
+        // The last token spent on both: burst is full again in 2 s, per-minute in 45.
+        let burst = full_in(view("burst", 10, 2, 0, 200 * MS), 2 * NANOS_PER_SECOND);
+        let minute = full_in(view("per-minute", 100, 60, 0, 45 * NANOS_PER_SECOND), 45 * NANOS_PER_SECOND);
+        let o = outcome(true, 0, vec![burst.clone(), minute.clone()]);
+        assert_eq!(legacy(&o), ["100", "0", "45"]);
+        assert_eq!(legacy(&outcome(true, 0, vec![minute, burst])), ["100", "0", "45"]);
+        // Tokens left on both: the same rule.
+        let a = full_in(view("a", 10, 2, 4, 0), NANOS_PER_SECOND);
+        let b = full_in(view("b", 50, 60, 4, 0), 50 * NANOS_PER_SECOND);
+        assert_eq!(legacy(&outcome(true, 0, vec![a, b])), ["50", "4", "50"]);
+    }
+
+    #[test]
+    fn legacy_reset_with_nothing_left_is_never_before_retry_after() {
+        // A request for 2: burst is empty (full in 2 s), daily holds 1 and refills in 50 s, so
+        // daily's wait decides the refusal though burst has the fewest tokens.
+        let burst = full_in(view("burst", 2, 2, 0, 2 * NANOS_PER_SECOND), 2 * NANOS_PER_SECOND);
+        let daily = full_in(view("daily", 10, 86_400, 1, 50 * NANOS_PER_SECOND), 50 * NANOS_PER_SECOND);
+        let o = outcome(false, 50 * NANOS_PER_SECOND, vec![burst, daily]);
+        assert_eq!(retry_after(&o), Some(50));
+        assert_eq!(legacy(&o), ["2", "0", "50"]);
+        // Admitted, the same state says when the same request passes again: every `t`.
+        let admitted = Outcome { allowed: true, wait_nanos: 0, ..o.clone() };
+        assert_eq!(legacy(&admitted), ["2", "0", "50"]);
+        // With tokens left, `Reset` is the time to full alone.
+        let some = full_in(view("burst", 2, 2, 1, 2 * NANOS_PER_SECOND), NANOS_PER_SECOND);
+        assert_eq!(legacy(&outcome(true, 0, vec![some])), ["2", "1", "1"]);
     }
 
     #[test]

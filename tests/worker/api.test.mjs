@@ -429,6 +429,19 @@ test('legacy X-RateLimit headers describe the tightest bandwidth', async () => {
   assert.equal(r.headers.get('ratelimit'), '"burst";r=1;t=0, "daily";r=9;t=0');
 });
 
+test('legacy X-RateLimit-Reset is never before Retry-After, in debt or on a tie', async () => {
+  const k = key();
+  assert.equal((await consume(k, { policy: 'legacy', tokens: 10, mode: 'ignore-limits' })).status, 200);
+  const r = await consume(k, { policy: 'legacy' });
+  assert.equal(r.status, 429);
+  // burst is 8 in debt and full in 18,000 s; daily is empty until its refill a day on.
+  assert.equal(r.headers.get('ratelimit'), '"burst";r=0;t=16200, "daily";r=0;t=86400');
+  assert.equal(r.headers.get('retry-after'), '86400');
+  assert.equal(r.headers.get('x-ratelimit-limit'), '10', "daily's: it lets a request through last");
+  assert.equal(r.headers.get('x-ratelimit-remaining'), '0');
+  assert.equal(r.headers.get('x-ratelimit-reset'), '86400');
+});
+
 test('one structured log line per decision, and Prometheus counters', async () => {
   const k = key();
   await consume(k, { policy: 'one', tokens: 10 });
