@@ -14,7 +14,7 @@ use super::incoming::{split_site, Incoming};
 use super::log::DecisionLine;
 use super::protocol::{Command, Mode};
 use super::respond::{self, Answer};
-use super::routes::{self, Method, PathReading};
+use super::routes::{self, Method, PathReading, Route};
 use super::settings::Settings;
 
 /// What the gateway needs next for a request.
@@ -65,19 +65,17 @@ pub fn start(req: &Incoming, settings: &Settings, started: f64) -> Step {
     }
     let parts = match reading {
         PathReading::Clear(parts) => parts,
-        PathReading::Unclear { known, error } if routes::could_match(&settings.routes, matching, &known) => {
-            return own(req, settings, respond::counted_problem(&error))
-        }
-        PathReading::Unclear { .. } => return unlimited(req, settings), // no route could limit it
+        PathReading::Unclear { known, error } => return unclear(req, settings, matching, &known, &error, started),
     };
     let Some((route, captures)) = routes::find(&settings.routes, matching, &parts) else {
         return unlimited(req, settings);
     };
     let key = match routes::bucket_key(route, &captures, |name| req.header(name)) {
         Ok(key) => key,
+        Err(error) if shadow(settings, route) => return shadow_unkeyed(req, settings, route, &error, started),
         Err(error) => return own(req, settings, respond::counted_challenge(&error, route.key.challenge())),
     };
-    let command = Command::Consume { policy: route.policy.clone(), tokens: route.cost, mode: Mode::Try };
+    let command = consume(route);
     let pending =
         Pending { pattern: route.pattern.clone(), keyed: route.key.header().map(str::to_owned), key, command };
     match client::refusal(settings, &pending.command) {
@@ -87,6 +85,50 @@ pub fn start(req: &Incoming, settings: &Settings, started: f64) -> Step {
             admit(req, settings, &pending, verdict, started)
         }
     }
+}
+
+/// The route's consume.
+fn consume(route: &Route) -> Command {
+    Command::Consume { policy: route.policy.clone(), tokens: route.cost, mode: Mode::Try }
+}
+
+/// Whether `route`'s policy is in shadow mode.
+fn shadow(settings: &Settings, route: &Route) -> bool {
+    settings.policies.get(&route.policy).is_some_and(|p| p.shadow)
+}
+
+/// A path whose reading origins disagree on (see [`routes::read_path`]): refused with `error`
+/// where a route could match some reading, as any one reading would let it escape that route's
+/// limit. Only shadow routes could: they limit nothing, so it goes on as a refusal shadow mode
+/// let through. No route could: it is unlimited anyway.
+fn unclear(
+    req: &Incoming,
+    settings: &Settings,
+    matching: Method,
+    known: &[String],
+    error: &ApiError,
+    started: f64,
+) -> Step {
+    let mut candidates = settings.routes.iter().filter(|route| routes::could_match(route, matching, known));
+    let Some(first) = candidates.next() else {
+        return unlimited(req, settings);
+    };
+    if shadow(settings, first) && candidates.all(|route| shadow(settings, route)) {
+        return shadow_unkeyed(req, settings, first, error, started);
+    }
+    own(req, settings, respond::counted_problem(error))
+}
+
+/// A request a shadow route cannot key (no key, an unusable one, or a path it cannot read):
+/// shadow mode is for trying a policy without affecting traffic, so instead of `error` it goes to
+/// the origin as a request no route limits does, marked `EdgeBucket-Shadow: rejected`, and is
+/// logged and counted as a shadow rejection with the code it would have had.
+fn shadow_unkeyed(req: &Incoming, settings: &Settings, route: &Route, error: &ApiError, started: f64) -> Step {
+    let command = consume(route);
+    let mut line = DecisionLine::new("", &command, client::js_millis() as f64 - started);
+    line.route = Some(&route.pattern);
+    line.emit_unkeyed(&error.code, settings.log_decisions);
+    forward(req, settings, headers::shadow_unkeyed(), None)
 }
 
 /// A request no route limits: forwarded as it is, or 404 when the gateway is off (no routes).

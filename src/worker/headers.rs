@@ -55,6 +55,12 @@ pub fn for_outcome(outcome: &Outcome, context: Context) -> Vec<(&'static str, St
     headers
 }
 
+/// The headers for a request a shadow route let through without a decision, because it could
+/// not key it: no bucket, so only `EdgeBucket-Shadow: rejected`.
+pub fn shadow_unkeyed() -> Vec<(&'static str, String)> {
+    vec![("EdgeBucket-Shadow", "rejected".to_owned()), ("Access-Control-Expose-Headers", EXPOSED.to_owned())]
+}
+
 /// `RateLimit-Policy`: `"name";q=capacity;w=window` per bandwidth.
 pub fn policy_field(bandwidths: &[BandwidthView]) -> String {
     list(bandwidths, |b| {

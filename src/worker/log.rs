@@ -14,7 +14,9 @@ use super::protocol::{round_up, Command, Mode, Outcome, MILLISECOND};
 pub struct DecisionLine<'a> {
     /// Always `"decision"`, to filter on.
     pub event: &'static str,
-    /// The bucket key (API keys appear only hashed).
+    /// The bucket key (API keys appear only hashed); absent when a shadow route could not key
+    /// the request.
+    #[serde(skip_serializing_if = "str::is_empty")]
     pub key: &'a str,
     /// The policy named by the request.
     pub policy: &'a str,
@@ -37,7 +39,8 @@ pub struct DecisionLine<'a> {
     /// The failure mode that decided instead of the Durable Object.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<&'static str>,
-    /// Why the Durable Object could not decide, or the error answered.
+    /// Why the Durable Object could not decide, the error answered, or the one a shadow route
+    /// would have answered when it could not key the request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'a str>,
     /// The gateway route, if any.
@@ -108,6 +111,15 @@ impl<'a> DecisionLine<'a> {
         if verbose || line.shadow_rejected || line.fallback.is_some() || line.error.is_some() {
             worker::console_log!("{}", serde_json::to_string(&line).unwrap_or_default());
         }
+    }
+
+    /// Counts and logs a request a shadow route let through unasked, as it could not key it:
+    /// a shadow rejection whose `error` is `code`, the refusal it would have had.
+    pub fn emit_unkeyed(mut self, code: &'a str, verbose: bool) {
+        self.allowed = Some(true);
+        self.shadow_rejected = true;
+        // As `failure`: logged as the line's `error`, but counted as the decision, not an error.
+        self.emit(None, None, Some(code), verbose);
     }
 }
 

@@ -16,6 +16,9 @@ const ROUTES = [
   { pattern: '/keyed', policy: 'keyed', key: { source: 'apiKey' } },
   { pattern: '/by-ip', policy: 'keyed', key: { source: 'ip' } },
   { pattern: '/watched', policy: 'watch', key: { source: 'constant', value: 'all' } },
+  { pattern: '/watched/keyed', policy: 'watch', key: { source: 'apiKey' } },
+  { pattern: '/watched/by-user', policy: 'watch', key: { source: 'header', name: 'X-User' } },
+  { pattern: '/watched/users/:user', policy: 'watch', key: { source: 'segment', name: 'user' } },
   { pattern: '/bearer', policy: 'keyed', key: { source: 'apiKey', header: 'Authorization' } },
   { pattern: '/socket', policy: 'per_user', key: { source: 'constant', value: 'socket' } },
   { pattern: '/search', policy: 'per_user', key: { source: 'constant', value: 'search' } },
@@ -419,6 +422,49 @@ test('shadow mode forwards what it would reject, marked in a header and the log'
   assert.equal(r.headers.get('ratelimit'), '"w";r=0;t=3600');
   const line = (await w.logged((l) => l.route === '/watched', 2)).at(-1);
   assert.deepEqual([line.allowed, line.shadowRejected], [true, true]);
+});
+
+test('a shadow route forwards a request it cannot key, logged as the refusal it would have been', async () => {
+  const shadowRejected = async () => {
+    const text = await (await w.call('/v1/metrics', admin())).text();
+    const line = text.split('\n').find((l) => l.startsWith('edgebucket_decisions_total{policy="watch",outcome="shadow_rejected"}'));
+    return Number(line?.split(' ').at(-1) ?? 0);
+  };
+  const counted = await shadowRejected();
+  const before = o.requests.length;
+  const cases = [
+    ['/watched/keyed', {}, 'MISSING_API_KEY'],
+    ['/watched/by-user', {}, 'MISSING_KEY'],
+    ['/watched/by-user', { 'x-user': 'u'.repeat(300) }, 'INVALID_KEY'],
+    ['/watched/users/a%2Fb', {}, 'INVALID_PATH'],
+  ];
+  for (const [path, headers, code] of cases) {
+    const r = await w.call(path, { headers });
+    assert.equal(r.status, 200, `${path}: not ${code}`);
+    assert.equal((await r.json()).url, path, 'the origin answered');
+    assert.equal(r.headers.get('edgebucket-shadow'), 'rejected');
+    assert.equal(r.headers.get('ratelimit'), null, 'no bucket was asked');
+  }
+  assert.equal(o.requests.length, before + cases.length, 'all forwarded');
+  const lines = await w.logged((l) => l.route?.startsWith('/watched/') && l.error, cases.length);
+  assert.deepEqual(
+    lines.map((l) => [l.route, l.error, l.allowed, l.shadowRejected, 'key' in l]),
+    [
+      ['/watched/keyed', 'MISSING_API_KEY', true, true, false],
+      ['/watched/by-user', 'MISSING_KEY', true, true, false],
+      ['/watched/by-user', 'INVALID_KEY', true, true, false],
+      ['/watched/users/:user', 'INVALID_PATH', true, true, false],
+    ],
+  );
+  assert.equal(await shadowRejected(), counted + cases.length, 'counted as shadow rejections');
+  // A keyable request over the limit goes on too, and is decided.
+  assert.equal((await w.call('/watched/users/ann')).status, 200);
+  const over = await w.call('/watched/users/ann');
+  assert.deepEqual([over.status, over.headers.get('edgebucket-shadow'), over.headers.get('ratelimit')], [200, 'rejected', '"w";r=0;t=3600']);
+  // Where a route that limits could match some reading too, the unclear path is still refused.
+  const mixed = await w.call('/x/..%2Fwatched/users/a', { method: 'POST', headers: { 'x-user': 'u' }, body: 'x' });
+  assert.deepEqual([mixed.status, (await mixed.json()).code], [400, 'INVALID_PATH']);
+  assert.equal(o.requests.length, before + cases.length + 2, 'that one was not forwarded');
 });
 
 test("a path some origin reads as the service API's is refused even where no route could match it", async () => {
