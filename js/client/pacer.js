@@ -8,7 +8,9 @@
 //   from `q`/`w` (policies.js) and corrected from `r`/`t`. Two scopes the server puts in the
 //   same partition (`pk`) share it. Without a `pk` (X-RateLimit, or a draft-10 policy without
 //   one) the scope stands for the partition: the client's `partition` option is its word that
-//   the server counts those requests apart.
+//   the server counts those requests apart. `t` bounds a limit both ways: a window's end holds
+//   what `r` allows until then (`allowance`), and a `t` sooner than the local bucket's own wait
+//   lets one request's worth go then (`promise`); see #holdUntilReset.
 // - Retry-After blocks the scope and takes precedence over `t`. A 429 that says nothing feeds
 //   the scope's Learner (learner.js).
 // - Until a scope's first response, one request at a time goes (a probe), so the policy is
@@ -139,6 +141,7 @@ export class Pacer {
     const limits = this.#limitsOf(scope);
     for (const limit of limits) {
       keepRoomForInflight(limit);
+      keepPromise(limit, now);
       const [ms, why] = this.#waitFor(limit, demand, now);
       consider(ms, why);
     }
@@ -225,6 +228,7 @@ export class Pacer {
       allowance: limit.allowance && limit.allowance.until > now
         ? { remaining: limit.allowance.remaining, for: limit.allowance.until - now }
         : null,
+      promise: limit.promise ? { cost: limit.promise.cost, for: Math.max(0, limit.promise.at - now) } : null,
     }));
     const scopes = [...this.#scopes.values()].map((scope) => ({
       scope: scope.key,
@@ -252,6 +256,8 @@ export class Pacer {
       const level = spent ? 0 : saved.level;
       if (limit.bucket !== null && level !== undefined) setLevel(limit.bucket, Math.min(level, limit.quota), limit.quota);
       if (saved.allowance) limit.allowance = { remaining: spent ? 0 : saved.allowance.remaining, until: now + saved.allowance.for };
+      // A heartbeat's promise may have been granted since (see #holdUntilReset): only a last word hands it on.
+      if (saved.promise && !spent) limit.promise = { cost: saved.promise.cost, at: now + saved.promise.for };
     }
     for (const saved of state?.scopes ?? []) {
       const scope = this.#scope(saved);
@@ -291,8 +297,11 @@ export class Pacer {
       [wait, reason] = [limit.allowance.until - now, 'reset'];
     }
     if (limit.bucket !== null) {
-      const refill = this.#stretched(nanosToWait(limit.bucket, cost) / NANOS_PER_MS);
-      if (refill > wait) [wait, reason] = [refill, 'policy'];
+      let [refill, why] = [this.#stretched(nanosToWait(limit.bucket, cost) / NANOS_PER_MS), 'policy'];
+      // The server named a sooner time for this many units (#holdUntilReset): not later than that.
+      const { promise } = limit;
+      if (promise !== null && cost <= promise.cost && promise.at - now < refill) [refill, why] = [promise.at - now, 'reset'];
+      if (refill > wait) [wait, reason] = [refill, why];
     }
     return [wait, reason];
   }
@@ -308,6 +317,9 @@ export class Pacer {
     if (cost === 0) return;
     if (limit.bucket !== null && !limit.bucket.tryConsume(cost)) limit.bucket.consumeIgnoringRateLimits(cost);
     if (limit.allowance !== null) limit.allowance.remaining -= cost;
+    // The next request takes what a `t` promised, whether that time or the refill let it go: one
+    // request's worth, never a second one at the promised time.
+    limit.promise = null;
     limit.dispatched += cost;
     limit.inflight.set(id, { mark: limit.dispatched, cost, overlap: 0 });
     record.limits.push(limit);
@@ -461,11 +473,24 @@ export class Pacer {
    * kept, or every empty bucket would cost a second. Its wait, when it answered, was at most ours
    * now (our level is never above its own) plus the flight since: a `t` no longer than that
    * rounded up is such a wait, give or take `resetSlack` for a coarser reset; a longer one is a
-   * window's end, held.
+   * window's end, held. A `t` shorter than our own wait is none that rounding up explains: the
+   * server has the request's units sooner than our bucket (a fixed window ending, a faster refill
+   * than `q`/`w` tell), and says when. That is a `promise` of the request's cost by `t`: the wait
+   * for that many units is cut to it, and once it has come the level is raised to that cost, less
+   * what is still in flight (keepPromise). Only that: the answer to the request it lets go tells
+   * the rest with its `r`. It is no hold: a refill the local bucket gets sooner (a debt for
+   * requests in flight, forgiven when they are refused) still counts, so a wait is only ever cut.
+   * Each answer whose `r` is below its cost replaces the promise (with a new one, or none: its
+   * `t` is then a window's end or our own wait).
    */
   #holdUntilReset(limit, { remaining, estimate, cost, flight, resetSlack }, reset, now) {
     if (remaining < cost && limit.bucket !== null) {
+      limit.promise = null;
       const ownWait = nanosToWait(limit.bucket, cost) / NANOS_PER_MS;
+      if (reset < ownWait) {
+        limit.promise = { cost, at: now + this.#stretched(reset) };
+        return;
+      }
       if (reset <= Math.ceil((ownWait + flight) / 1000) * 1000 + resetSlack) return;
     }
     limit.allowance = { remaining: estimate, until: now + this.#stretched(reset) };
@@ -530,6 +555,7 @@ export class Pacer {
         configurationKey: '',
         bucket: null,
         allowance: null,
+        promise: null, // { cost, at }: a `t` promised `cost` units by `at` (#holdUntilReset)
         dispatched: 0,
         inflight: new Map(),
       };
@@ -678,6 +704,21 @@ function keepRoomForInflight(limit) {
   if (limit.bucket === null || !(limit.quota >= 1) || limit.inflight.size === 0) return;
   const room = limit.quota - inflightCost(limit);
   if (Number(limit.bucket.getAvailableTokens()) >= room) setLevel(limit.bucket, room, limit.quota);
+}
+
+/**
+ * Keeps a limit's promise once its time has come (see Pacer's #holdUntilReset): the level is
+ * raised to the promised cost, less the requests still in flight (the server may count them
+ * against it), and the promise is forgotten. Raised once, to one request's worth: a queue behind
+ * it goes as the answers' `r` allow, not in a burst.
+ */
+function keepPromise(limit, now) {
+  const { promise } = limit;
+  if (promise === null || promise.at > now) return;
+  limit.promise = null;
+  if (limit.bucket === null) return;
+  const level = Math.min(promise.cost, limit.quota) - inflightCost(limit);
+  if (Number(limit.bucket.getAvailableTokens()) < level) setLevel(limit.bucket, level, limit.quota);
 }
 
 /** The units of the requests in flight on a limit. */

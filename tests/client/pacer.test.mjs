@@ -294,6 +294,83 @@ test("r=0 with t: a token bucket's wait may have been longer by the request's fl
   assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 100, reason: 'policy' });
 });
 
+test("a t sooner than the bucket's own wait (a fixed window ending) lets one request go then, and its r the rest", () => {
+  const { pacer, clock } = setup();
+  // 2 a minute: the greedy bucket's next token is 30 s away, but the window ends in 3 s.
+  learn(pacer, { 'ratelimit-policy': '"p";q=2;w=60', ratelimit: '"p";r=0;t=3' });
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 3000, reason: 'reset' });
+  clock.t = 3000;
+  const first = pacer.acquire(demand());
+  assert.equal(first.ok, true, 'sent when t said');
+  const second = pacer.acquire(demand());
+  assert.deepEqual([second.ok, second.reason], [false, 'policy'], 'one request\'s worth, not a burst');
+  assert.ok(second.wait > 20_000, `the bucket's own wait: ${second.wait} ms`);
+  // The new window's answer tells the rest.
+  clock.t = 3050;
+  pacer.observe(first.ticket, 200, seen({ ratelimit: '"p";r=1;t=57' }));
+  assert.equal(pacer.acquire(demand()).ok, true);
+  const held = pacer.acquire(demand());
+  assert.deepEqual([held.ok, held.reason], [false, 'reset']);
+  assert.ok(held.wait > 20_000, `then the bucket or the window's end: ${held.wait} ms`);
+  // A day's quota whose window ends in 5 minutes: 5 minutes, not the 14.4 of 86 400 s / 100.
+  const daily = setup();
+  learn(daily.pacer, { 'ratelimit-policy': '"d";q=100;w=86400', ratelimit: '"d";r=0;t=300' });
+  assert.deepEqual(daily.pacer.acquire(demand()), { ok: false, wait: 300_000, reason: 'reset' });
+});
+
+test("a t sooner than the bucket's own wait promises the request's cost: a dearer request waits for its refill", () => {
+  const { pacer, clock } = setup();
+  learn(pacer, { 'ratelimit-policy': '"p";q=10;w=60', ratelimit: '"p";r=0;t=3' }); // a cost of 1: 6 s away
+  const dear = pacer.acquire(demand({ cost: 2 }));
+  assert.deepEqual([dear.ok, dear.reason, dear.wait], [false, 'policy', 12_000]);
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 3000, reason: 'reset' });
+  clock.t = 3000;
+  // The level is raised to the 1 promised: the dear one now waits for its second unit (6 s).
+  assert.deepEqual(pacer.acquire(demand({ cost: 2 })), { ok: false, wait: 6000, reason: 'policy' });
+  assert.equal(pacer.acquire(demand()).ok, true);
+});
+
+test('a promised t is jittered once, and kept once: a grant the refill let go first takes it', () => {
+  // The promise's time is stretched by 5 % (30.45 s), past the refill's 30 s (not stretched here).
+  const randoms = [0.5, 0];
+  const { pacer, clock } = setup({ jitter: 0.1, random: () => randoms.shift() ?? 0 });
+  learn(pacer, { 'ratelimit-policy': '"p";q=2;w=60', ratelimit: '"p";r=0;t=29' });
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 30_000, reason: 'policy' });
+  clock.t = 30_000;
+  assert.equal(pacer.acquire(demand()).ok, true, 'the refill let one go');
+  clock.t = 30_450;
+  assert.equal(pacer.acquire(demand()).ok, false, 'the promise went with it: no second one at 30.45 s');
+});
+
+test('a promised t counts the requests still in flight: they may take what it promised', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, { 'ratelimit-policy': '"p";q=2;w=60', ratelimit: '"p";r=2;t=3' });
+  const [a, b] = drain(pacer).tickets;
+  assert.ok(a && b);
+  pacer.observe(a, 200, seen({ ratelimit: '"p";r=0;t=3' }));
+  clock.t = 3000;
+  assert.equal(pacer.acquire(demand()).ok, false, 'b is still out: the server may count it in the new window');
+  // b was refused just before the window's end (and the server's clock is a second coarse).
+  clock.t = 3100;
+  pacer.observe(b, 429, seen({ ratelimit: '"p";r=0;t=1' }));
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 1000, reason: 'reset' });
+  clock.t = 4100;
+  assert.equal(pacer.acquire(demand()).ok, true);
+});
+
+test('a promised t is handed to a successor in a last word, not in a heartbeat', () => {
+  const old = setup();
+  learn(old.pacer, { 'ratelimit-policy': '"p";q=2;w=60', ratelimit: '"p";r=0;t=3' });
+  old.clock.t = 1000;
+  const state = JSON.parse(JSON.stringify(old.pacer.export()));
+  const final = setup();
+  final.pacer.adopt(state);
+  assert.deepEqual(final.pacer.acquire(demand()), { ok: false, wait: 2000, reason: 'reset' });
+  const heartbeat = setup();
+  heartbeat.pacer.adopt(state, { spent: true });
+  assert.equal(heartbeat.pacer.acquire(demand()).reason, 'policy', 'the old leader may have granted it since');
+});
+
 test('a 429 naming only t (the draft, B.3.1) means nothing until then', () => {
   const { pacer } = setup();
   learn(pacer, { 'ratelimit-policy': 'quota;q=100;w=60', ratelimit: 'quota;t=5' }, 429);
