@@ -20,6 +20,11 @@ use super::site;
 const CLIENT_CLAIMS: [&str; 6] =
     ["Forwarded", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port", "X-Forwarded-Prefix", "X-Original-Host"];
 
+/// Request headers that name the client's address alone, as a proxy sets them (nginx's
+/// `X-Real-IP`, Cloudflare's and Akamai's `True-Client-IP`). Origins that read them believe
+/// them, so the gateway says them itself, or drops the client's.
+const CLIENT_ADDRESS: [&str; 2] = ["X-Real-IP", "True-Client-IP"];
+
 /// The same request aimed at `target`: method, headers (less `Host`) and body stream.
 /// - `Forwarded`, `X-Forwarded-Host` and `X-Forwarded-Proto` say where the client sent it,
 ///   replacing the client's; its `X-Forwarded-Port`, `X-Forwarded-Prefix` and `X-Original-Host`
@@ -30,6 +35,8 @@ const CLIENT_CLAIMS: [&str; 6] =
 ///   which origins and their frameworks read behind a proxy. Without an address to add (only a
 ///   local run can lack one), the client's `X-Forwarded-For` is dropped, as a claim nobody
 ///   vouches for.
+/// - `X-Real-IP` and `True-Client-IP` are that address alone, replacing the client's (dropped
+///   when there is none).
 /// - An `Authorization` carrying one of the worker's own `secrets` (a client calling the service
 ///   API at a path that is the gateway's) is dropped: the origin never sees them.
 /// - Headers the client's `Connection` names, and `Keep-Alive` and `Proxy-Connection`, are for
@@ -71,6 +78,12 @@ pub fn upstream_request(
     match client {
         Some(ip) => headers.set("X-Forwarded-For", &forwarded_for(headers.get("X-Forwarded-For")?, ip))?,
         None => headers.delete("X-Forwarded-For")?,
+    }
+    for name in CLIENT_ADDRESS {
+        match client {
+            Some(ip) => headers.set(name, &ip.to_string())?,
+            None => headers.delete(name)?,
+        }
     }
     if headers.get("Authorization")?.is_some_and(|value| secrets.is_secret(&value)) {
         headers.delete("Authorization")?;

@@ -70,6 +70,8 @@ test("the origin learns where the client sent a request, and its redirects to it
     'x-forwarded-prefix': '/evil',
     'x-original-host': 'spoofed.example',
     'x-forwarded-for': '10.1.2.3',
+    'x-real-ip': '8.8.8.8',
+    'true-client-ip': '8.8.4.4',
     // Set by Cloudflare's edge; a local run takes the client's.
     'cf-connecting-ip': '203.0.113.9',
   };
@@ -81,6 +83,7 @@ test("the origin learns where the client sent a request, and its redirects to it
   assert.equal(seen.headers['x-forwarded-proto'], 'http');
   assert.equal(seen.headers.forwarded, `for=203.0.113.9;host="${host}";proto=http`);
   assert.equal(seen.headers['x-forwarded-for'], '10.1.2.3, 203.0.113.9', "the client's list, then the address the gateway saw");
+  assert.deepEqual([seen.headers['x-real-ip'], seen.headers['true-client-ip']], ['203.0.113.9', '203.0.113.9'], 'the address the gateway saw, not the claims');
   assert.equal((await w.call('/elsewhere', { headers: { 'cf-connecting-ip': '2001:DB8::9' } })).status, 200);
   const v6 = o.requests.at(-1).headers;
   assert.deepEqual([v6.forwarded, v6['x-forwarded-for']], [`for="[2001:db8::9]";host="${host}";proto=http`, '2001:db8::9']);
@@ -88,10 +91,10 @@ test("the origin learns where the client sent a request, and its redirects to it
   const hidden = 'Connection: close, CF-Connecting-IP\r\nCF-Connecting-IP: 203.0.113.10\r\nX-Forwarded-For: 1.2.3.4';
   assert.equal((await rawRequest(w.url, `GET /elsewhere HTTP/1.1\r\n${hidden}`)).status, 200);
   assert.equal(o.requests.at(-1).headers['x-forwarded-for'], '1.2.3.4, 203.0.113.10');
-  const unknown = { 'cf-connecting-ip': 'not-an-address', 'x-forwarded-for': '1.2.3.4' };
+  const unknown = { 'cf-connecting-ip': 'not-an-address', 'x-forwarded-for': '1.2.3.4', 'x-real-ip': '1.2.3.4' };
   assert.equal((await w.call('/elsewhere', { headers: unknown })).status, 200);
   const told = o.requests.at(-1).headers;
-  assert.deepEqual([told['x-forwarded-for'], told.forwarded], [undefined, `host="${host}";proto=http`]);
+  assert.deepEqual([told['x-forwarded-for'], told.forwarded, told['x-real-ip']], [undefined, `host="${host}";proto=http`, undefined]);
   for (const dropped of ['x-forwarded-port', 'x-forwarded-prefix', 'x-original-host']) {
     assert.equal(seen.headers[dropped], undefined, dropped);
   }
