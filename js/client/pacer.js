@@ -11,8 +11,9 @@
 //   the server counts those requests apart. `t` bounds a limit both ways: a window's end holds
 //   what `r` allows until then (`allowance`), and a `t` sooner than the local bucket's own wait
 //   lets one request's worth go then (`promise`); see #holdUntilReset.
-// - Retry-After blocks the scope and takes precedence over `t`. A 429 that says nothing feeds
-//   the scope's Learner (learner.js).
+// - Retry-After blocks the scope and takes precedence over `t`: a limit whose `r` is short of a
+//   request then gets the promise at the block's end (#promiseRetryAfter). A 429 that says
+//   nothing feeds the scope's Learner (learner.js).
 // - Until a scope's first response, one request at a time goes (a probe), so the policy is
 //   known before a burst is sent.
 //
@@ -412,6 +413,8 @@ export class Pacer {
       // arrival or on leaving, and counts for a second at most.
       const flight = record === undefined ? 0 : Math.min(now - record.at, 1000);
       this.#holdUntilReset(limit, { remaining, estimate, cost, flight, resetSlack }, seen.reset, now);
+    } else if (retryAfterGiven) {
+      this.#promiseRetryAfter(limit, { remaining, cost }, scope.blockedUntil, now);
     }
     // A 429 is this limit's doing only when it had no room for the request: one that shows room
     // was refused for something else (a secondary limit, an origin's own 429 behind a gateway),
@@ -494,6 +497,24 @@ export class Pacer {
       if (reset <= Math.ceil((ownWait + flight) / 1000) * 1000 + resetSlack) return;
     }
     limit.allowance = { remaining: estimate, until: now + this.#stretched(reset) };
+  }
+
+  /**
+   * A Retry-After on a 429 or 503 in place of `t` (it takes precedence, draft-10 §7): the scope is
+   * blocked until `until` (#obeyRetryAfter, stretched once there), and a limit whose `r` is below
+   * the request's cost, while our bucket would wait longer for it, is told the same as by a `t`
+   * sooner than that wait: the server has the units by then. The request's cost is promised at
+   * the block's end (keepPromise), so one request's worth goes then, never sooner and never a
+   * burst, and its answer's `r` tells the rest. A limit whose own wait ends sooner, or that shows
+   * room, is left as it was. Like a `t`, each such answer replaces the promise. A 429 without
+   * rate headers names no limit: its limits keep their own waits (and any promise), and the 429
+   * learner paces the scope after the block.
+   */
+  #promiseRetryAfter(limit, { remaining, cost }, until, now) {
+    if (!(remaining < cost) || limit.bucket === null) return;
+    limit.promise = null;
+    const ownWait = nanosToWait(limit.bucket, cost) / NANOS_PER_MS;
+    if (until - now < ownWait) limit.promise = { cost, at: until };
   }
 
   #bucket(configuration, previous) {

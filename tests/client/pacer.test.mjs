@@ -371,6 +371,94 @@ test('a promised t is handed to a successor in a last word, not in a heartbeat',
   assert.equal(heartbeat.pacer.acquire(demand()).reason, 'policy', 'the old leader may have granted it since');
 });
 
+test("a Retry-After sooner than the bucket's own wait (a fixed window ending) lets one request go then, and its r the rest", () => {
+  const { pacer, clock } = setup();
+  // 2 a minute: the greedy bucket's next token is 30 s away, but the server says to come back in 3 s.
+  learn(pacer, { 'retry-after': '3', 'ratelimit-policy': '"p";q=2;w=60', ratelimit: '"p";r=0;t=3' }, 429);
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 3000, reason: 'retry-after' });
+  clock.t = 3000;
+  const first = pacer.acquire(demand());
+  assert.equal(first.ok, true, 'sent when Retry-After said, not after the bucket\'s 30 s');
+  const second = pacer.acquire(demand());
+  assert.deepEqual([second.ok, second.reason], [false, 'policy'], 'one request\'s worth, not a burst');
+  assert.ok(second.wait > 20_000, `the bucket's own wait: ${second.wait} ms`);
+  // The new window's answer tells the rest.
+  clock.t = 3050;
+  pacer.observe(first.ticket, 200, seen({ ratelimit: '"p";r=1;t=57' }));
+  assert.equal(pacer.acquire(demand()).ok, true);
+  assert.equal(pacer.acquire(demand()).ok, false);
+  // A day's quota, a 503, a Retry-After without `t`: 5 minutes, not the 14.4 of 86 400 s / 100.
+  const daily = setup();
+  learn(daily.pacer, { 'retry-after': '300', 'ratelimit-policy': '"d";q=100;w=86400', ratelimit: '"d";r=0' }, 503);
+  assert.deepEqual(daily.pacer.acquire(demand()), { ok: false, wait: 300_000, reason: 'retry-after' });
+  daily.clock.t = 300_000;
+  assert.equal(daily.pacer.acquire(demand()).ok, true);
+  assert.equal(daily.pacer.acquire(demand()).reason, 'policy');
+});
+
+test('a Retry-After promises nothing sooner than itself: a shorter t is not taken, and its jitter is not doubled', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, { 'retry-after': '10', 'ratelimit-policy': '"p";q=2;w=60', ratelimit: '"p";r=0;t=3' }, 429);
+  clock.t = 3000;
+  assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 7000, reason: 'retry-after' }, 't=3 was not taken');
+  clock.t = 10_000;
+  assert.equal(pacer.acquire(demand()).ok, true);
+  assert.equal(pacer.acquire(demand()).ok, false);
+  // Stretched once, with the block: 3.15 s, the promise's time too.
+  const randoms = [0.5];
+  const jittered = setup({ jitter: 0.1, random: () => randoms.shift() ?? 0 });
+  learn(jittered.pacer, { 'retry-after': '3', 'ratelimit-policy': '"p";q=2;w=60', ratelimit: '"p";r=0;t=3' }, 429);
+  jittered.clock.t = 3149;
+  assert.deepEqual(jittered.pacer.acquire(demand()), { ok: false, wait: 1, reason: 'retry-after' });
+  jittered.clock.t = 3150;
+  assert.equal(jittered.pacer.acquire(demand()).ok, true);
+  assert.equal(jittered.pacer.acquire(demand()).reason, 'policy', 'one request\'s worth');
+});
+
+test('a Retry-After leaves a limit whose own wait is shorter, or which shows room, as it was', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, {
+    'retry-after': '3',
+    'ratelimit-policy': '"slow";q=2;w=60, "fast";q=60;w=60, "roomy";q=10;w=60',
+    ratelimit: '"slow";r=0;t=3, "fast";r=0;t=1, "roomy";r=5;t=60',
+  }, 429);
+  const promises = Object.fromEntries(pacer.export().limits.map((l) => [l.policy, l.promise]));
+  assert.deepEqual(promises, { slow: { cost: 1, for: 3000 }, fast: null, roomy: null });
+  clock.t = 3000;
+  assert.equal(pacer.acquire(demand()).ok, true, 'slow promised one; fast refilled three');
+  assert.equal(pacer.acquire(demand()).reason, 'policy');
+  // Alone, the fast limit goes by its own refill after the Retry-After: three, then a second apart.
+  const fast = setup();
+  learn(fast.pacer, { 'retry-after': '3', 'ratelimit-policy': '"fast";q=60;w=60', ratelimit: '"fast";r=0;t=1' }, 429);
+  assert.equal(fast.pacer.export().limits[0].promise, null);
+  fast.clock.t = 3000;
+  const { tickets, refusal } = drain(fast.pacer);
+  assert.equal(tickets.length, 3);
+  assert.deepEqual(refusal, { ok: false, wait: 1000, reason: 'policy' });
+});
+
+test('a 429 with a Retry-After but no rate headers names no limit: it makes no promise, and keeps one', () => {
+  const { pacer, clock } = setup();
+  learn(pacer, { 'ratelimit-policy': '"p";q=2;w=60', ratelimit: '"p";r=1' });
+  const sent = pacer.acquire(demand());
+  assert.equal(sent.ok, true);
+  pacer.observe(sent.ticket, 429, seen({ 'retry-after': '3' }));
+  assert.equal(pacer.export().limits[0].promise, null);
+  clock.t = 3000;
+  assert.equal(pacer.acquire(demand()).reason, 'policy', 'the local bucket, and the 429 learner');
+  // A promise that a `t` made is kept through such a block.
+  const other = setup();
+  learn(other.pacer, { 'ratelimit-policy': '"p";q=2;w=60', ratelimit: '"p";r=2' });
+  const [a, b] = drain(other.pacer).tickets;
+  other.pacer.observe(a, 200, seen({ ratelimit: '"p";r=0;t=5' }));
+  other.pacer.observe(b, 429, seen({ 'retry-after': '2' }));
+  assert.deepEqual(other.pacer.export().limits[0].promise, { cost: 1, for: 5000 });
+  other.clock.t = 2000;
+  assert.deepEqual(other.pacer.acquire(demand()), { ok: false, wait: 3000, reason: 'reset' });
+  other.clock.t = 5000;
+  assert.equal(other.pacer.acquire(demand()).ok, true);
+});
+
 test('a 429 naming only t (the draft, B.3.1) means nothing until then', () => {
   const { pacer } = setup();
   learn(pacer, { 'ratelimit-policy': 'quota;q=100;w=60', ratelimit: 'quota;t=5' }, 429);
