@@ -381,6 +381,51 @@ test("a fixed window's t sooner than the bucket's own wait: the next request goe
   assert.equal(client.stats().rateLimited, 0);
 });
 
+test("a fixed window's Retry-After sooner than the bucket's own wait: the retry goes when the window ends", { timeout: 30_000 }, async (t) => {
+  // 2 a minute in fixed windows, the first ending 3 s from now and spent already: the first
+  // request gets a 429 with Retry-After: 3 (and r=0;t=3, which Retry-After takes precedence
+  // over), where the client's greedy bucket would wait 60 / 2 = 30 s.
+  const QUOTA = 2;
+  let windowEnd = Date.now() + 3000;
+  const firstEnd = windowEnd;
+  let used = QUOTA;
+  const arrivals = [];
+  const server = http.createServer((request, response) => {
+    const now = Date.now();
+    while (now >= windowEnd) [windowEnd, used] = [windowEnd + 60_000, 0];
+    const allowed = used < QUOTA;
+    if (allowed) used += 1;
+    arrivals.push({ at: now, status: allowed ? 200 : 429 });
+    const reset = Math.ceil((windowEnd - now) / 1000);
+    response.writeHead(allowed ? 200 : 429, {
+      'ratelimit-policy': `"p";q=${QUOTA};w=60`,
+      ratelimit: `"p";r=${QUOTA - used};t=${reset}`,
+      ...(allowed ? {} : { 'retry-after': String(reset) }),
+    });
+    response.end();
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const client = createClient({ share: false, timeout: 20_000 });
+  t.after(() => client.close());
+  const url = `http://127.0.0.1:${server.address().port}/x`;
+  const send = () => client(url).then((r) => r.status, (e) => e.code);
+  // Retried when Retry-After said (stretched by the jitter, up to 10 %), not after 30 s or a
+  // timeout known at once (the 429 then the answer).
+  assert.equal(await send(), 200);
+  assert.deepEqual(arrivals.map((a) => a.status), [429, 200]);
+  const late = arrivals[1].at - firstEnd;
+  assert.ok(late >= 0 && late < 1500, `retried ${late} ms after the window's end`);
+  // Its answer (r=1) lets the next go at once; then the next window, 57 s away, is past the timeout.
+  assert.equal(await send(), 200);
+  assert.ok(arrivals[2].at - arrivals[1].at < 1000, `${arrivals[2].at - arrivals[1].at} ms later`);
+  const started = Date.now();
+  assert.equal(await send(), 'TIMEOUT');
+  assert.ok(Date.now() - started < 1000, 'known at once');
+  assert.deepEqual(arrivals.map((a) => a.status), [429, 200, 200], 'one 429, the first');
+  assert.equal(client.stats().rateLimited, 1);
+});
+
 test('with a timeout, requests behind the first probe of a new server wait for its answer', async (t) => {
   const server = await withServer(t, { capacity: 5, window: 60 });
   const client = createClient({ share: false, timeout: 30_000 });
