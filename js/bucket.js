@@ -99,7 +99,10 @@ export class Bucket {
 
   /** Replaces the limits, carrying tokens over by `strategy` (a {@link TokensInheritanceStrategy}). */
   replaceConfiguration(configuration, strategy) {
-    ops.replaceConfiguration(this.#raw, configuration, strategy, readClock(this.#clock));
+    // Before the clock: one from another copy of the package is adopted by running its code,
+    // which may use this package and overwrite a BigInt time left in the exchange.
+    const held = rawConfiguration(configuration);
+    ops.replaceConfiguration(this.#raw, held, strategy, readClock(this.#clock));
   }
 
   /** The configuration in force. */

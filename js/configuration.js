@@ -77,8 +77,10 @@ export class BucketConfiguration {
 // Marks configurations for other copies of this package: a process that both imports and
 // requires it loads two (the dual-package hazard), and a library built on one hands its
 // configurations to an application using the other.
+// Its value is the schema's version: a copy adopts only configurations it can read.
 const ACROSS_COPIES = Symbol.for('edgebucket.BucketConfiguration');
-Object.defineProperty(BucketConfiguration.prototype, ACROSS_COPIES, { value: true });
+const SCHEMA_VERSION = 1;
+Object.defineProperty(BucketConfiguration.prototype, ACROSS_COPIES, { value: SCHEMA_VERSION });
 
 const adoptions = new WeakMap();
 
@@ -89,7 +91,7 @@ function adopted(value) {
   if (twin === undefined) {
     let spec;
     try {
-      if (value[ACROSS_COPIES] !== true) return undefined;
+      if (value[ACROSS_COPIES] !== SCHEMA_VERSION) return undefined;
       spec = value.toJSON();
     } catch {
       // A Proxy's trap threw (a revoked Proxy), or an object that only inherits from a copy's

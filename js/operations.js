@@ -1,7 +1,7 @@
 // The raw bucket operations and the decoding of their results, shared by Bucket (which reads
 // the clock and tells listeners) and VerboseBucket (which adds diagnostics at the same time).
 import { result, fail, integerArg, tokensArg, ARG_TOKENS, ARG_WAIT, ARG_OWED, STATUS_TRUE } from './runtime.js';
-import { BucketConfiguration, rawConfiguration, TokensInheritanceStrategy } from './configuration.js';
+import { BucketConfiguration, TokensInheritanceStrategy } from './configuration.js';
 import { invalidArgument } from './errors.js';
 
 
@@ -81,12 +81,15 @@ export function configuration(bucket) {
   return held(bucket).configuration;
 }
 
-/** Replaces the limits, tokens carried over by `strategy`, a name the core checks. */
-export function replaceConfiguration(bucket, configuration, strategy, now) {
+/**
+ * Replaces the limits with `held` (a configuration's wasm handle: `rawConfiguration`), tokens
+ * carried over by `strategy`, a name the core checks.
+ */
+export function replaceConfiguration(bucket, held, strategy, now) {
   if (typeof strategy !== 'string') {
     throw invalidArgument(`strategy must be one of ${Object.keys(TokensInheritanceStrategy).join(', ')}`);
   }
-  bucket.replaceConfiguration(rawConfiguration(configuration), strategy, now);
+  bucket.replaceConfiguration(held, strategy, now);
   configurations.delete(bucket);
 }
 

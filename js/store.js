@@ -221,7 +221,10 @@ export class BucketStore {
     } finally {
       this.#supplying.pop();
     }
-    this.#raw.supply(writeKey(key), rawConfiguration(configuration), timeArg(time));
+    // Before the key goes in the exchange: one from another copy of the package is adopted by
+    // running its code, which may use this package.
+    const held = rawConfiguration(configuration);
+    this.#raw.supply(writeKey(key), held, timeArg(time));
   }
 }
 

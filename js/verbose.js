@@ -4,6 +4,7 @@ import * as ops from './operations.js';
 import { invalidArgument } from './errors.js';
 import { isRawBucket } from './runtime.js';
 import { readClock } from './clock.js';
+import { rawConfiguration } from './configuration.js';
 import { tellConsumption } from './listener.js';
 
 /**
@@ -76,7 +77,8 @@ export class VerboseBucket {
 
   /** Replaces the limits as `Bucket.replaceConfiguration` does; the result shows the new ones. */
   replaceConfiguration(configuration, strategy) {
-    return this.#run((now) => ops.replaceConfiguration(this.#raw, configuration, strategy, now));
+    const held = rawConfiguration(configuration); // before the clock: see Bucket.replaceConfiguration
+    return this.#run((now) => ops.replaceConfiguration(this.#raw, held, strategy, now));
   }
 
   /**
