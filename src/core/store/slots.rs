@@ -2,8 +2,9 @@
 //!
 //! A slot holds the first bandwidth's state inline (24 bytes: the `i128` level split in two
 //! `u64` words so the slot needs only 8-byte alignment), where its key lives, its configuration
-//! and two flags. Configurations with more bandwidths keep the other states in [`ExtraStates`].
-//! Chunks are allocated whole and never move, so growth copies nothing.
+//! and its flags (live, used since the hand passed, not yet used since created). Configurations
+//! with more bandwidths keep the other states in [`ExtraStates`]. Chunks are allocated whole and
+//! never move, so growth copies nothing.
 
 use std::collections::HashMap;
 
