@@ -128,15 +128,20 @@ fn binding_bandwidth(bandwidths: &[BandwidthView]) -> Option<&BandwidthView> {
 }
 
 /// `Reset` for `binding`: the seconds until it is full. With nothing left, at least the seconds
-/// until the request could pass: every `t`, and a refusal's own wait (so never before
-/// `Retry-After`), since another bandwidth, short of the request's tokens, can hold it longer.
+/// until the request could pass (every `t`), since another bandwidth, short of the request's
+/// tokens, can hold it longer; on a refusal, never before `Retry-After`, tokens left or not.
 fn legacy_reset(outcome: &Outcome, binding: &BandwidthView) -> Option<i64> {
     let full = seconds_up(binding.full_nanos)?;
-    if binding.available > 0 {
-        return Some(full);
-    }
-    let refusal_wait = if outcome.allowed { None } else { seconds_up(outcome.wait_nanos) };
-    Some(full.max(largest_t(&outcome.bandwidths)).max(refusal_wait.unwrap_or(0)))
+    let largest_t = largest_t(&outcome.bandwidths);
+    let floor = if !outcome.allowed {
+        // As `Retry-After`: a cost above what is left can be refused with tokens left.
+        seconds_up(outcome.wait_nanos).unwrap_or(0).max(largest_t)
+    } else if binding.available <= 0 {
+        largest_t
+    } else {
+        0
+    };
+    Some(full.max(floor))
 }
 
 /// Nanoseconds as whole seconds rounded up; `None` for never.
@@ -293,6 +298,12 @@ mod tests {
         // With tokens left, `Reset` is the time to full alone.
         let some = full_in(view("burst", 2, 2, 1, 2 * NANOS_PER_SECOND), NANOS_PER_SECOND);
         assert_eq!(legacy(&outcome(true, 0, vec![some])), ["2", "1", "1"]);
+        // Refused with tokens left (a cost of 3): not before Retry-After either.
+        let fast = full_in(view("fast", 5, 1, 1, 400 * MS), 800 * MS);
+        let hourly = full_in(view("hourly", 10, 36_000, 2, 3_600 * NANOS_PER_SECOND), 28_800 * NANOS_PER_SECOND);
+        let refused = outcome(false, 3_600 * NANOS_PER_SECOND, vec![fast, hourly]);
+        assert_eq!(retry_after(&refused), Some(3_600));
+        assert_eq!(legacy(&refused), ["5", "1", "3600"]);
     }
 
     #[test]

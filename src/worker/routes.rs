@@ -199,6 +199,12 @@ fn check(spec: RouteSpec, policies: &Policies, api: &ApiPrefix) -> Result<Route,
             .into()));
     }
     if let KeySource::Header { name } = &spec.key {
+        if ADDRESS_HEADERS.iter().any(|a| name.eq_ignore_ascii_case(a)) {
+            return Err(at(format!(
+                "{name} is whatever the client claims, and the gateway sends the origin its own: \
+                 key on the client's address with {{\"source\": \"ip\"}}"
+            )));
+        }
         if CREDENTIAL_HEADERS.iter().any(|c| name.eq_ignore_ascii_case(c)) {
             return Err(at(format!(
                 "{name} carries credentials, which a header key would put in bucket names and logs as they are: \
@@ -238,6 +244,11 @@ fn under(segments: &[Segment], api: &ApiPrefix) -> bool {
 
 /// Headers that carry secrets: a `header` key on them is refused in favour of `apiKey`.
 const CREDENTIAL_HEADERS: [&str; 3] = ["Authorization", "Proxy-Authorization", "X-API-Key"];
+
+/// Headers that claim the client's address, which the gateway replaces or extends before the
+/// origin sees them (`forwarding::upstream_request`): a bucket keyed on one is the client's to
+/// choose, and not the value the origin is sent.
+const ADDRESS_HEADERS: [&str; 4] = ["X-Forwarded-For", "Forwarded", "X-Real-IP", "True-Client-IP"];
 
 /// An HTTP token (RFC 9110 5.6.2): what method and header names are made of.
 fn is_token(text: &str) -> bool {
@@ -935,6 +946,11 @@ mod tests {
             assert!(error.contains(&format!(r#"use {{"source": "apiKey", "header": "{name}"}}"#)), "{error}");
             assert!(keyed(&format!(r#"{{"source": "apiKey", "header": "{name}"}}"#)).is_ok());
         }
+        for name in ["x-forwarded-for", "Forwarded", "X-Real-IP", "true-client-ip"] {
+            let error = keyed(&format!(r#"{{"source": "header", "name": "{name}"}}"#)).unwrap_err();
+            assert!(error.contains(r#"key on the client's address with {"source": "ip"}"#), "{error}");
+        }
+        assert!(keyed(r#"{"source": "header", "name": "CF-Connecting-IP"}"#).is_ok());
         assert!(keyed(r#"{"source": "header", "name": ""}"#).is_err());
         assert!(keyed(r#"{"source": "apiKey", "header": "X-Key:"}"#).is_err());
         assert!(keyed(r#"{"source": "apiKey", "header": "X-Key"}"#).is_ok());
