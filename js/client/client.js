@@ -150,11 +150,13 @@ export function createClient(options) {
       const source = job.retryable ? job.request.clone() : job.request;
       const cut = job.cut === null ? job.request.signal : anySignal([job.request.signal, job.cut.signal]);
       const request = new Request(source, { signal: cut });
-      // Held until the fetch settles: Node's Request follows its signal only weakly
-      // (nodejs/undici#4068), so once a garbage collection took the request and the signal
-      // made for it, neither the timeout nor the caller's abort reached the fetch in flight.
-      job.sending = { request, cut };
+      // Held until the fetch settles, and then as long as its response: Node's Request follows
+      // its signal only weakly (nodejs/undici#4068), so once a garbage collection took the
+      // requests and the signal made for them, neither the timeout nor the caller's abort
+      // reached the fetch in flight, nor the caller's abort a body still arriving.
+      job.sending = { source: job.request, request, cut };
       response = await config.fetch(request, job.extra);
+      if (response !== null && typeof response === 'object') carriers.set(response, job.sending);
     } catch (error) {
       pacer.release(ticket);
       job.done();
@@ -265,7 +267,7 @@ export function createClient(options) {
       attempt: 0,
       previous: null, // the response whose retry is waiting for its turn
       cut: null, // aborts the latest attempt's fetch at the timeout
-      sending: null, // the request of the fetch in flight and its signal, held (see `attempt`)
+      sending: null, // the requests of the fetch in flight and its signal, held (see `attempt`)
       done: () => {},
     });
   }
@@ -328,6 +330,9 @@ function abortReason(signal) {
     return 'aborted';
   }
 }
+
+/** What carries the caller's signal to each response's body, kept as long as the response (see `attempt`). */
+const carriers = new WeakMap();
 
 function anySignal(signals) {
   if (typeof AbortSignal.any === 'function') return AbortSignal.any(signals);

@@ -408,6 +408,9 @@ export class Pacer {
     if (remaining === undefined) return false;
     const cost = record === undefined ? 1 : (limit.inflight.get(record.ticket.id)?.cost ?? 1);
     const estimate = this.#correct(limit, record, remaining);
+    // Each answer whose `r` is short of its cost replaces what an earlier one promised (with its
+    // own promise, or none).
+    if (remaining < cost && limit.bucket !== null) limit.promise = null;
     if (!retryAfterGiven && seen.reset > 0) {
       // Since the grant, so the server's handling too: a slow answer may carry a `t` computed on
       // arrival or on leaving, and counts for a second at most.
@@ -488,7 +491,6 @@ export class Pacer {
    */
   #holdUntilReset(limit, { remaining, estimate, cost, flight, resetSlack }, reset, now) {
     if (remaining < cost && limit.bucket !== null) {
-      limit.promise = null;
       const ownWait = nanosToWait(limit.bucket, cost) / NANOS_PER_MS;
       if (reset < ownWait) {
         limit.promise = { cost, at: now + this.#stretched(reset) };
@@ -512,7 +514,6 @@ export class Pacer {
    */
   #promiseRetryAfter(limit, { remaining, cost }, until, now) {
     if (!(remaining < cost) || limit.bucket === null) return;
-    limit.promise = null;
     const ownWait = nanosToWait(limit.bucket, cost) / NANOS_PER_MS;
     if (until - now < ownWait) limit.promise = { cost, at: until };
   }
@@ -730,8 +731,9 @@ function keepRoomForInflight(limit) {
 /**
  * Keeps a limit's promise once its time has come (see Pacer's #holdUntilReset): the level is
  * raised to the promised cost, less the requests still in flight (the server may count them
- * against it), and the promise is forgotten. Raised once, to one request's worth: a queue behind
- * it goes as the answers' `r` allow, not in a burst.
+ * against it), and the promise is forgotten. Raised once, to the promised units (the answered
+ * request's cost, which cheaper requests may share): a queue behind them goes as the answers'
+ * `r` allow, not in a burst.
  */
 function keepPromise(limit, now) {
   const { promise } = limit;

@@ -475,6 +475,27 @@ test("a fetch in flight hears the timeout and the caller's abort after a garbage
   assert.ok(abort[1] < 1500, `aborted after ${abort[1]} ms`);
 });
 
+test("a body still arriving hears the caller's abort after a garbage collection", async (t) => {
+  // The timeout bounds the wait for a response; the body is the caller's to read, and its
+  // signal cuts it as fetch's own would.
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc');
+  const stalling = http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'text/plain' }); res.write('part'); });
+  stalling.listen(0, '127.0.0.1'); // answers at once, then never finishes the body
+  await once(stalling, 'listening');
+  t.after(() => { stalling.closeAllConnections(); stalling.close(); });
+  const client = createClient({ share: false, probe: false, timeout: 500 });
+  const controller = new AbortController();
+  const response = await client(`http://127.0.0.1:${stalling.address().port}/`, { signal: controller.signal });
+  gc();
+  gc();
+  const started = Date.now();
+  setTimeout(() => controller.abort(), 200);
+  const outcome = await response.text().then(() => 'read', (e) => e.name);
+  assert.equal(outcome, 'AbortError');
+  assert.ok(Date.now() - started < 1500, `the body was cut after ${Date.now() - started} ms`);
+});
+
 test('an AbortSignal takes a request out of the queue with the signal\'s reason', async (t) => {
   const server = await withServer(t, { capacity: 1, window: 60 });
   const client = createClient({ share: false });
