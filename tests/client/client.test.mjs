@@ -339,13 +339,16 @@ test('a request that cannot go before its timeout fails with TIMEOUT as soon as 
   assert.equal(client.stats().dropped, 1);
 });
 
-test("a fixed window's t sooner than the bucket's own wait: the next request goes when the window ends", { timeout: 30_000 }, async (t) => {
-  // 2 a minute in fixed windows, the first ending 3 s from now with one of its 2 spent already:
-  // its answer is r=0;t=3, where the client's greedy bucket would wait 60 / 2 = 30 s.
+/**
+ * A server allowing 2 requests a minute in fixed windows, the first ending 3 s from now with
+ * `spent` of them used, answering RateLimit (and on a 429 Retry-After if asked); and a client
+ * with a 20 s timeout whose `send` gives a status or an error code.
+ */
+async function fixedWindow(t, { spent, retryAfter }) {
   const QUOTA = 2;
   let windowEnd = Date.now() + 3000;
   const firstEnd = windowEnd;
-  let used = 1;
+  let used = spent;
   const arrivals = [];
   const server = http.createServer((request, response) => {
     const now = Date.now();
@@ -357,6 +360,7 @@ test("a fixed window's t sooner than the bucket's own wait: the next request goe
     response.writeHead(allowed ? 200 : 429, {
       'ratelimit-policy': `"p";q=${QUOTA};w=60`,
       ratelimit: `"p";r=${QUOTA - used};t=${reset}`,
+      ...(allowed || !retryAfter ? {} : { 'retry-after': String(reset) }),
     });
     response.end();
   });
@@ -366,6 +370,13 @@ test("a fixed window's t sooner than the bucket's own wait: the next request goe
   t.after(() => client.close());
   const url = `http://127.0.0.1:${server.address().port}/x`;
   const send = () => client(url).then((r) => r.status, (e) => e.code);
+  return { arrivals, firstEnd, send, client };
+}
+
+test("a fixed window's t sooner than the bucket's own wait: the next request goes when the window ends", { timeout: 30_000 }, async (t) => {
+  // 2 a minute in fixed windows, the first ending 3 s from now with one of its 2 spent already:
+  // its answer is r=0;t=3, where the client's greedy bucket would wait 60 / 2 = 30 s.
+  const { arrivals, firstEnd, send, client } = await fixedWindow(t, { spent: 1, retryAfter: false });
   assert.equal(await send(), 200);
   // Sent when t said (stretched by the jitter, up to 10 %), not after 30 s or a TIMEOUT now.
   assert.equal(await send(), 200);
@@ -385,31 +396,7 @@ test("a fixed window's Retry-After sooner than the bucket's own wait: the retry 
   // 2 a minute in fixed windows, the first ending 3 s from now and spent already: the first
   // request gets a 429 with Retry-After: 3 (and r=0;t=3, which Retry-After takes precedence
   // over), where the client's greedy bucket would wait 60 / 2 = 30 s.
-  const QUOTA = 2;
-  let windowEnd = Date.now() + 3000;
-  const firstEnd = windowEnd;
-  let used = QUOTA;
-  const arrivals = [];
-  const server = http.createServer((request, response) => {
-    const now = Date.now();
-    while (now >= windowEnd) [windowEnd, used] = [windowEnd + 60_000, 0];
-    const allowed = used < QUOTA;
-    if (allowed) used += 1;
-    arrivals.push({ at: now, status: allowed ? 200 : 429 });
-    const reset = Math.ceil((windowEnd - now) / 1000);
-    response.writeHead(allowed ? 200 : 429, {
-      'ratelimit-policy': `"p";q=${QUOTA};w=60`,
-      ratelimit: `"p";r=${QUOTA - used};t=${reset}`,
-      ...(allowed ? {} : { 'retry-after': String(reset) }),
-    });
-    response.end();
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => server.close());
-  const client = createClient({ share: false, timeout: 20_000 });
-  t.after(() => client.close());
-  const url = `http://127.0.0.1:${server.address().port}/x`;
-  const send = () => client(url).then((r) => r.status, (e) => e.code);
+  const { arrivals, firstEnd, send, client } = await fixedWindow(t, { spent: 2, retryAfter: true });
   // Retried when Retry-After said (stretched by the jitter, up to 10 %), not after 30 s or a
   // timeout known at once (the 429 then the answer).
   assert.equal(await send(), 200);
