@@ -150,20 +150,18 @@ export function createClient(options) {
       const source = job.retryable ? job.request.clone() : job.request;
       const cut = job.cut === null ? job.request.signal : anySignal([job.request.signal, job.cut.signal]);
       const request = new Request(source, { signal: cut });
-      // Held until the fetch settles, and then as long as its response: Node's Request follows
-      // its signal only weakly (nodejs/undici#4068), so once a garbage collection took the
-      // requests and the signal made for them, neither the timeout nor the caller's abort
-      // reached the fetch in flight, nor the caller's abort a body still arriving.
-      job.sending = { source: job.request, request, cut };
+      // Held while the fetch runs (used after the await), then as long as its response: Node's
+      // Request follows its signal only weakly (nodejs/undici#4068), so once a garbage
+      // collection took the requests and the signal made for them, neither the timeout nor the
+      // caller's abort reached the fetch in flight, nor the caller's abort a body still arriving.
+      const carrier = { source: job.request, request, cut };
       response = await config.fetch(request, job.extra);
-      if (response !== null && typeof response === 'object') carriers.set(response, job.sending);
+      if (response !== null && typeof response === 'object') carriers.set(response, carrier);
     } catch (error) {
       pacer.release(ticket);
       job.done();
       if (signal.aborted) throw drop(job, abortReason(signal), signal.reason);
       throw error;
-    } finally {
-      job.sending = null;
     }
     let observation;
     try {
@@ -267,7 +265,6 @@ export function createClient(options) {
       attempt: 0,
       previous: null, // the response whose retry is waiting for its turn
       cut: null, // aborts the latest attempt's fetch at the timeout
-      sending: null, // the requests of the fetch in flight and its signal, held (see `attempt`)
       done: () => {},
     });
   }
