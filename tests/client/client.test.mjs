@@ -373,21 +373,30 @@ async function fixedWindow(t, { spent, retryAfter }) {
   return { arrivals, firstEnd, send, client };
 }
 
-test("a fixed window's t sooner than the bucket's own wait: the next request goes when the window ends", { timeout: 30_000 }, async (t) => {
-  // 2 a minute in fixed windows, the first ending 3 s from now with one of its 2 spent already:
-  // its answer is r=0;t=3, where the client's greedy bucket would wait 60 / 2 = 30 s.
-  const { arrivals, firstEnd, send, client } = await fixedWindow(t, { spent: 1, retryAfter: false });
-  assert.equal(await send(), 200);
-  // Sent when t said (stretched by the jitter, up to 10 %), not after 30 s or a TIMEOUT now.
-  assert.equal(await send(), 200);
+/**
+ * After `fixedWindow`'s second arrival: it came when the window ended (the jitter stretches by up
+ * to 10 %), its answer (r=1) lets the next go at once, and the next window, 57 s away, is past the
+ * timeout, which is known at once.
+ */
+async function servedFromTheWindowsEnd({ arrivals, firstEnd, send }, what) {
   const late = arrivals[1].at - firstEnd;
-  assert.ok(late >= 0 && late < 1500, `sent ${late} ms after the window's end`);
-  // Its answer (r=1) lets the next go at once; then the next window, 57 s away, is past the timeout.
+  assert.ok(late >= 0 && late < 1500, `${what} ${late} ms after the window's end`);
   assert.equal(await send(), 200);
   assert.ok(arrivals[2].at - arrivals[1].at < 1000, `${arrivals[2].at - arrivals[1].at} ms later`);
   const started = Date.now();
   assert.equal(await send(), 'TIMEOUT');
   assert.ok(Date.now() - started < 1000, 'known at once');
+}
+
+test("a fixed window's t sooner than the bucket's own wait: the next request goes when the window ends", { timeout: 30_000 }, async (t) => {
+  // 2 a minute in fixed windows, the first ending 3 s from now with one of its 2 spent already:
+  // its answer is r=0;t=3, where the client's greedy bucket would wait 60 / 2 = 30 s.
+  const window = await fixedWindow(t, { spent: 1, retryAfter: false });
+  const { arrivals, send, client } = window;
+  assert.equal(await send(), 200);
+  // Sent when t said (stretched by the jitter, up to 10 %), not after 30 s or a TIMEOUT now.
+  assert.equal(await send(), 200);
+  await servedFromTheWindowsEnd(window, 'sent');
   assert.deepEqual(arrivals.map((a) => a.status), [200, 200, 200], 'no 429');
   assert.equal(client.stats().rateLimited, 0);
 });
@@ -396,19 +405,13 @@ test("a fixed window's Retry-After sooner than the bucket's own wait: the retry 
   // 2 a minute in fixed windows, the first ending 3 s from now and spent already: the first
   // request gets a 429 with Retry-After: 3 (and r=0;t=3, which Retry-After takes precedence
   // over), where the client's greedy bucket would wait 60 / 2 = 30 s.
-  const { arrivals, firstEnd, send, client } = await fixedWindow(t, { spent: 2, retryAfter: true });
+  const window = await fixedWindow(t, { spent: 2, retryAfter: true });
+  const { arrivals, send, client } = window;
   // Retried when Retry-After said (stretched by the jitter, up to 10 %), not after 30 s or a
   // timeout known at once (the 429 then the answer).
   assert.equal(await send(), 200);
   assert.deepEqual(arrivals.map((a) => a.status), [429, 200]);
-  const late = arrivals[1].at - firstEnd;
-  assert.ok(late >= 0 && late < 1500, `retried ${late} ms after the window's end`);
-  // Its answer (r=1) lets the next go at once; then the next window, 57 s away, is past the timeout.
-  assert.equal(await send(), 200);
-  assert.ok(arrivals[2].at - arrivals[1].at < 1000, `${arrivals[2].at - arrivals[1].at} ms later`);
-  const started = Date.now();
-  assert.equal(await send(), 'TIMEOUT');
-  assert.ok(Date.now() - started < 1000, 'known at once');
+  await servedFromTheWindowsEnd(window, 'retried');
   assert.deepEqual(arrivals.map((a) => a.status), [429, 200, 200], 'one 429, the first');
   assert.equal(client.stats().rateLimited, 1);
 });
@@ -435,11 +438,17 @@ test('the timeout also bounds a request in flight', async (t) => {
   assert.ok(Date.now() - started < 1500);
 });
 
+/** A full garbage collection, twice (weak references cleared, finalizers run in between). */
+function collectGarbage() {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc');
+  gc();
+  gc();
+}
+
 test("a fetch in flight hears the timeout and the caller's abort after a garbage collection", async (t) => {
   // Node's Request follows its signal only weakly (nodejs/undici#4068): before the client held
   // the request it passes on, a collection cut the link and both waited for the server.
-  v8.setFlagsFromString('--expose-gc');
-  const gc = vm.runInNewContext('gc');
   const silent = http.createServer(() => {}).listen(0, '127.0.0.1'); // accepts, never answers
   await once(silent, 'listening');
   t.after(() => { silent.closeAllConnections(); silent.close(); });
@@ -452,8 +461,7 @@ test("a fetch in flight hears the timeout and the caller's abort after a garbage
   const aborted = settled(client(`${url}/b`, { signal: controller.signal, edgebucket: { timeout: false } }));
   await new Promise((resolve) => setTimeout(resolve, 100));
   assert.equal(client.stats().inFlight, 2);
-  gc();
-  gc();
+  collectGarbage();
   setTimeout(() => controller.abort(), 200);
   const [timeout, abort] = await Promise.all([timed, aborted]);
   assert.equal(timeout[0], 'TIMEOUT');
@@ -465,8 +473,6 @@ test("a fetch in flight hears the timeout and the caller's abort after a garbage
 test("a body still arriving hears the caller's abort after a garbage collection", async (t) => {
   // The timeout bounds the wait for a response; the body is the caller's to read, and its
   // signal cuts it as fetch's own would.
-  v8.setFlagsFromString('--expose-gc');
-  const gc = vm.runInNewContext('gc');
   const stalling = http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'text/plain' }); res.write('part'); });
   stalling.listen(0, '127.0.0.1'); // answers at once, then never finishes the body
   await once(stalling, 'listening');
@@ -474,8 +480,7 @@ test("a body still arriving hears the caller's abort after a garbage collection"
   const client = createClient({ share: false, probe: false, timeout: 500 });
   const controller = new AbortController();
   const response = await client(`http://127.0.0.1:${stalling.address().port}/`, { signal: controller.signal });
-  gc();
-  gc();
+  collectGarbage();
   const started = Date.now();
   setTimeout(() => controller.abort(), 200);
   const outcome = await response.text().then(() => 'read', (e) => e.name);

@@ -294,21 +294,29 @@ test("r=0 with t: a token bucket's wait may have been longer by the request's fl
   assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 100, reason: 'policy' });
 });
 
+/**
+ * A limit of 2 a minute whose answer named 3 s from 0: at 3 s one request goes (`why`), not a
+ * burst (the next waits for the bucket's own refill), and its answer, the new window's r=1, lets
+ * the next go.
+ */
+function oneGoesAtThreeSeconds(pacer, clock, why) {
+  clock.t = 3000;
+  const first = pacer.acquire(demand());
+  assert.equal(first.ok, true, why);
+  const second = pacer.acquire(demand());
+  assert.deepEqual([second.ok, second.reason], [false, 'policy'], 'one request\'s worth, not a burst');
+  assert.ok(second.wait > 20_000, `the bucket's own wait: ${second.wait} ms`);
+  clock.t = 3050;
+  pacer.observe(first.ticket, 200, seen({ ratelimit: '"p";r=1;t=57' }));
+  assert.equal(pacer.acquire(demand()).ok, true);
+}
+
 test("a t sooner than the bucket's own wait (a fixed window ending) lets one request go then, and its r the rest", () => {
   const { pacer, clock } = setup();
   // 2 a minute: the greedy bucket's next token is 30 s away, but the window ends in 3 s.
   learn(pacer, { 'ratelimit-policy': '"p";q=2;w=60', ratelimit: '"p";r=0;t=3' });
   assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 3000, reason: 'reset' });
-  clock.t = 3000;
-  const first = pacer.acquire(demand());
-  assert.equal(first.ok, true, 'sent when t said');
-  const second = pacer.acquire(demand());
-  assert.deepEqual([second.ok, second.reason], [false, 'policy'], 'one request\'s worth, not a burst');
-  assert.ok(second.wait > 20_000, `the bucket's own wait: ${second.wait} ms`);
-  // The new window's answer tells the rest.
-  clock.t = 3050;
-  pacer.observe(first.ticket, 200, seen({ ratelimit: '"p";r=1;t=57' }));
-  assert.equal(pacer.acquire(demand()).ok, true);
+  oneGoesAtThreeSeconds(pacer, clock, 'sent when t said');
   const held = pacer.acquire(demand());
   assert.deepEqual([held.ok, held.reason], [false, 'reset']);
   assert.ok(held.wait > 20_000, `then the bucket or the window's end: ${held.wait} ms`);
@@ -376,16 +384,7 @@ test("a Retry-After sooner than the bucket's own wait (a fixed window ending) le
   // 2 a minute: the greedy bucket's next token is 30 s away, but the server says to come back in 3 s.
   learn(pacer, { 'retry-after': '3', 'ratelimit-policy': '"p";q=2;w=60', ratelimit: '"p";r=0;t=3' }, 429);
   assert.deepEqual(pacer.acquire(demand()), { ok: false, wait: 3000, reason: 'retry-after' });
-  clock.t = 3000;
-  const first = pacer.acquire(demand());
-  assert.equal(first.ok, true, 'sent when Retry-After said, not after the bucket\'s 30 s');
-  const second = pacer.acquire(demand());
-  assert.deepEqual([second.ok, second.reason], [false, 'policy'], 'one request\'s worth, not a burst');
-  assert.ok(second.wait > 20_000, `the bucket's own wait: ${second.wait} ms`);
-  // The new window's answer tells the rest.
-  clock.t = 3050;
-  pacer.observe(first.ticket, 200, seen({ ratelimit: '"p";r=1;t=57' }));
-  assert.equal(pacer.acquire(demand()).ok, true);
+  oneGoesAtThreeSeconds(pacer, clock, 'sent when Retry-After said, not after the bucket\'s 30 s');
   assert.equal(pacer.acquire(demand()).ok, false);
   // A day's quota, a 503, a Retry-After without `t`: 5 minutes, not the 14.4 of 86 400 s / 100.
   const daily = setup();
